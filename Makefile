@@ -1,0 +1,26 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+# Both create .venv if missing, install CPU torch first (unless torch already imports), then attnkit[dev].
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+DEMO_MINUTES ?= 5
+PY := $(VENV)/bin/python
+
+.PHONY: demo test install clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
+	$(PY) -m pip install -e ".[dev]"
+	touch $@
+
+demo: install
+	$(PY) -m attnkit demo --minutes $(DEMO_MINUTES)
+
+test: install
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) runs demo

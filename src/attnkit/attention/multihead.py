@@ -1,0 +1,179 @@
+"""Multi-head attention (Vaswani et al., 2017, "Attention Is All You Need", Sec. 3.2.2).
+
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
+    head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V),    Attention as in eq. 1 (``scaled_dot``).
+
+The per-head projections W_i^Q, W_i^K, W_i^V of all ``n_heads`` heads are stored as one
+``nn.Linear`` each (``q_proj``, ``k_proj``, ``v_proj``) whose outputs ``split_heads`` cuts into
+heads of width d_k = d_model / n_heads; ``merge_heads`` is the Concat and ``out_proj`` is W^O.
+
+Decoding state is a value, not module state: ``project_kv`` returns a ``KVCache`` and ``attend``
+takes one, so ``forward(q, k, v) == attend(q, project_kv(k, v))``, a decoder step is
+``cache = cache.append(mha.project_kv(x_t, x_t)); context, weights = mha.attend(x_t, cache, mask)``,
+and cross-attention projects the encoder memory once.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnkit.attention.cache import KVCache
+from attnkit.attention.scaled_dot import scaled_dot_product_attention
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """Cut the feature axis into heads.
+
+    Args:
+        x: ``(B, T, H * E)``.
+        n_heads: ``H``.
+
+    Returns:
+        A ``(B, H, T, E)`` view of ``x``.
+    """
+    b, t, d = x.shape
+    return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)  # (B, H, T, E)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """Concatenate heads back into the feature axis (the Concat of Sec. 3.2.2).
+
+    Args:
+        x: ``(B, H, T, E)``.
+
+    Returns:
+        ``(B, T, H * E)``.
+    """
+    b, h, t, e = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * e)  # (B, T, D)
+
+
+def _head_mask(mask: Tensor | None) -> Tensor | None:
+    """Insert the head axis into a ``(B, T|1, S)`` keep-mask; ``(T, S)`` and 4-D masks pass as is."""
+    if mask is not None and mask.dim() == 3:
+        return mask.unsqueeze(1)  # (B, 1, T|1, S)
+    return mask
+
+
+def _cat_bias(*linears: nn.Linear) -> Tensor | None:
+    """Concatenated biases of ``linears`` (all or none have one)."""
+    if linears[0].bias is None:
+        return None
+    return torch.cat([lin.bias for lin in linears])  # (n * D,)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head scaled dot-product attention with separate Q/K/V/output projections.
+
+    Args:
+        d_model: model width ``D`` (queries and output).
+        n_heads: number of heads ``H``; must divide ``d_model``.
+        dropout: dropout on the attention weights, in training mode only.
+        bias: whether the four projections have biases.
+        kdim: width of the keys (default ``d_model``).
+        vdim: width of the values (default ``d_model``).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        kdim: int | None = None,
+        vdim: int | None = None,
+    ) -> None:
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(kdim or d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(vdim or d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform weights and zero biases (as ``nn.MultiheadAttention``)."""
+        for lin in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            nn.init.xavier_uniform_(lin.weight)
+            if lin.bias is not None:
+                nn.init.zeros_(lin.bias)
+
+    def forward(
+        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *, need_weights: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to ``keys``/``values``; equals ``attend(query, project_kv(keys, values))``.
+
+        Self-attention (``query is keys is values``) uses one fused projection.
+
+        Args:
+            query: ``(B, T, D)``.
+            keys: ``(B, S, Dk)``.
+            values: ``(B, S, Dv)``.
+            mask: boolean keep-mask ``(B, T|1, S)``, ``(T, S)`` or ``(B, H|1, T|1, S)``.
+            need_weights: ``False`` uses ``F.scaled_dot_product_attention`` and returns ``None``.
+
+        Returns:
+            context ``(B, T, D)`` and weights ``(B, H, T, S)`` (or ``None``).
+        """
+        if query is keys and keys is values:
+            q, k, v = self._project_qkv(query)  # (B, H, T, E) each
+            return self._attend_heads(q, KVCache(k, v), mask, need_weights)
+        return self.attend(query, self.project_kv(keys, values), mask, need_weights=need_weights)
+
+    def project_kv(self, keys: Tensor, values: Tensor) -> KVCache:
+        """Project keys and values and split them into heads.
+
+        Args:
+            keys: ``(B, S, Dk)``.
+            values: ``(B, S, Dv)``.
+
+        Returns:
+            ``KVCache`` with k and v ``(B, H, S, E)``.
+        """
+        if keys is values:  # one matmul for both (cross-attention over a memory)
+            weight = torch.cat([self.k_proj.weight, self.v_proj.weight])  # (2D, Dk)
+            kv = F.linear(keys, weight, _cat_bias(self.k_proj, self.v_proj))  # (B, S, 2D)
+            k, v = split_heads(kv, 2 * self.n_heads).chunk(2, dim=1)  # (B, H, S, E) each
+            return KVCache(k, v)
+        k = split_heads(self.k_proj(keys), self.n_heads)  # (B, H, S, E)
+        v = split_heads(self.v_proj(values), self.n_heads)  # (B, H, S, E)
+        return KVCache(k, v)
+
+    def attend(
+        self, query: Tensor, kv: KVCache, mask: Tensor | None = None, *, need_weights: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to already projected keys and values.
+
+        Args:
+            query: ``(B, T, D)``.
+            kv: ``KVCache`` with k and v ``(B, H, S, E)``.
+            mask: boolean keep-mask ``(B, T|1, S)``, ``(T, S)`` or ``(B, H|1, T|1, S)``.
+            need_weights: ``False`` uses ``F.scaled_dot_product_attention`` and returns ``None``.
+
+        Returns:
+            context ``(B, T, D)`` and weights ``(B, H, T, S)`` (or ``None``).
+        """
+        q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, T, E)
+        return self._attend_heads(q, kv, mask, need_weights)
+
+    def _project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention projections as one matmul over the stacked W^Q, W^K, W^V."""
+        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3D, D)
+        qkv = F.linear(x, weight, _cat_bias(self.q_proj, self.k_proj, self.v_proj))  # (B, T, 3D)
+        q, k, v = split_heads(qkv, 3 * self.n_heads).chunk(3, dim=1)  # (B, H, T, E) each
+        return q, k, v
+
+    def _attend_heads(
+        self, q: Tensor, kv: KVCache, mask: Tensor | None, need_weights: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        """Eq. 1 per head, then Concat and W^O."""
+        p = self.dropout if self.training else 0.0
+        context, weights = scaled_dot_product_attention(q, kv.k, kv.v, _head_mask(mask), p, need_weights)  # (B, H, T, E)
+        return self.out_proj(merge_heads(context)), weights  # (B, T, D), (B, H, T, S)

@@ -1,0 +1,92 @@
+"""Scaled dot-product attention (Vaswani et al., 2017, "Attention Is All You Need", eq. 1).
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Sec. 3.2.1 explains the scale: for unit-variance q and k the dot product q.k has variance d_k,
+which pushes the softmax into regions of tiny gradient; dividing by sqrt(d_k) restores variance 1.
+
+Two paths, kept side by side: the explicit one (``need_weights=True``) computes the scores e, the
+weights alpha through ``masked_softmax`` and returns them; the fused one (``need_weights=False``)
+calls ``torch.nn.functional.scaled_dot_product_attention``, whose boolean ``attn_mask`` uses the
+same rule as attnkit (True = may attend), and returns ``None`` weights. The fused path needs at
+least one valid key per query row (the data layer guarantees it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnkit.attention.masks import masked_softmax
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = True,
+    *,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """softmax(Q K^T / sqrt(d_k)) V with a boolean keep-mask (Vaswani et al. 2017, eq. 1).
+
+    Leading axes are free: ``(B, H, T, E)`` for multi-head, ``(B, T, E)`` for one head.
+
+    Args:
+        q: queries ``(..., T, E)``.
+        k: keys ``(..., S, E)``.
+        v: values ``(..., S, Ev)``.
+        mask: boolean keep-mask broadcastable to ``(..., T, S)``, or ``None``.
+        dropout_p: dropout on the attention weights (pass 0.0 outside training). The returned
+            weights are the probabilities before dropout.
+        need_weights: ``True`` runs the explicit path and returns the weights; ``False`` runs
+            ``F.scaled_dot_product_attention`` and returns ``None``.
+        scale: factor applied to Q K^T; default ``1 / sqrt(E)``.
+
+    Returns:
+        context ``(..., T, Ev)`` and weights ``(..., T, S)`` (or ``None``).
+    """
+    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
+    if not need_weights:
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
+        return context, None
+    scores = torch.matmul(q * scale, k.transpose(-2, -1))  # (B, H, T, S)
+    weights = masked_softmax(scores, mask)  # (B, H, T, S)
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0.0 else weights  # (B, H, T, S)
+    context = torch.matmul(dropped, v)  # (B, H, T, Ev)
+    return context, weights
+
+
+class ScaledDotProductAttention(nn.Module):
+    """Parameter-free module form of eq. 1 following the attnkit attention interface.
+
+    Args:
+        dropout: dropout on the attention weights, active in training mode only.
+    """
+
+    def __init__(self, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.dropout = dropout
+
+    def forward(
+        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *, need_weights: bool = True
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to ``keys``/``values``.
+
+        Args:
+            query: ``(B, T, E)`` (or ``(B, H, T, E)``).
+            keys: ``(B, S, E)``.
+            values: ``(B, S, Ev)``.
+            mask: boolean keep-mask broadcastable to ``(B, T, S)``.
+            need_weights: see ``scaled_dot_product_attention``.
+
+        Returns:
+            context ``(B, T, Ev)`` and weights ``(B, T, S)`` or ``None``.
+        """
+        p = self.dropout if self.training else 0.0
+        return scaled_dot_product_attention(query, keys, values, mask, p, need_weights)

@@ -1,0 +1,161 @@
+"""Reordering any decoder state by beam, and the bookkeeping a search keeps per row.
+
+A decoder state is a dataclass (or list, tuple) whose tensors all have the batch on dim 0. The
+functions here map over it without knowing the model (house rule 6: no `isinstance` on model types):
+
+- `expand_to_beams` repeats each sentence's state K times, (B, ...) -> (B*K, ...), once after
+  `init_state`;
+- `gather_beams` picks rows, (R, ...) -> (N, ...): it reorders beams after a step and drops the
+  rows of finished sentences, in one `index_select`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+from torch import Tensor
+
+StateT = TypeVar("StateT")
+
+
+def map_state(state: StateT, fn: Callable[[Tensor], Tensor]) -> StateT:
+    """Apply `fn` to every tensor in a decoder state, recursively.
+
+    Dataclasses are rebuilt with `dataclasses.replace` (fields with `init=False` are left to the
+    dataclass), lists and tuples (named tuples too) and dicts are rebuilt with the same type;
+    anything else (None, ints, strings) is returned as is.
+
+    Args:
+        state: a tensor, or a dataclass / list / tuple / dict nesting tensors and plain values.
+        fn: maps one tensor to another.
+
+    Returns:
+        A state of the same structure; the input is not modified.
+    """
+    if isinstance(state, Tensor):
+        return fn(state)
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        changes = {f.name: map_state(getattr(state, f.name), fn) for f in dataclasses.fields(state) if f.init}
+        return dataclasses.replace(state, **changes)
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        return type(state)(*(map_state(x, fn) for x in state))
+    if isinstance(state, (list, tuple)):
+        return type(state)(map_state(x, fn) for x in state)
+    if isinstance(state, dict):
+        return type(state)((k, map_state(v, fn)) for k, v in state.items())
+    return state
+
+
+def gather_beams(state: StateT, index: Tensor) -> StateT:
+    """Select rows of every tensor in `state`: `x.index_select(0, index)`.
+
+    Args:
+        state: a decoder state whose tensors are (R, ...).
+        index: (N,) long, rows to keep in their new order (on the state's device); may repeat a
+            row (two beams continuing one parent) and may leave rows out (finished sentences).
+
+    Returns:
+        The state with tensors (N, ...).
+    """
+    return map_state(state, lambda x: x.index_select(0, index))  # (N, ...)
+
+
+def expand_to_beams(state: StateT, beam: int) -> StateT:
+    """Repeat each sentence's state `beam` times: (B, ...) -> (B*K, ...), rows b*K .. b*K+K-1.
+
+    Args:
+        state: a decoder state whose tensors are (B, ...).
+        beam: K.
+
+    Returns:
+        The state with tensors (B*K, ...).
+    """
+    return map_state(state, lambda x: x.repeat_interleave(beam, dim=0))  # (B*K, ...)
+
+
+@dataclass
+class BeamState:
+    """What a search knows about each of its R = N*K rows (N active sentences, K beams each).
+
+    Rows n*K .. n*K+K-1 belong to the n-th active sentence. Every field has R on dim 0, so
+    `gather_beams` reorders and drops rows of this bookkeeping exactly as it does the model's
+    state. Greedy search uses it with K = 1.
+
+    Attributes:
+        sentence: (R,) long, index of the row's sentence in the input batch.
+        max_len: (R,) long, the number of steps the sentence may take.
+        tokens: (R, t) long, tokens generated so far (BOS excluded; an EOS is only ever last).
+        log_prob: (R,) float32, log P(tokens | X).
+        attention: (R, t, ..., S) cross-attention of each step, or None.
+    """
+
+    sentence: Tensor
+    max_len: Tensor
+    tokens: Tensor
+    log_prob: Tensor
+    attention: Tensor | None = None
+
+    @classmethod
+    def start(cls, max_len: Tensor, beam: int) -> BeamState:
+        """The state before the first step: beam 0 at log-prob 0, the other beams at -inf.
+
+        Starting beams 1..K-1 at -inf makes the first step expand beam 0 only, so the K
+        identical copies of each sentence do not yield K identical hypotheses.
+
+        Args:
+            max_len: (B,) long, steps allowed per sentence (`hypothesis.max_lengths`).
+            beam: K.
+        """
+        batch = max_len.size(0)
+        sentence = torch.arange(batch, device=max_len.device).repeat_interleave(beam)  # (B*K,)
+        log_prob = torch.full((batch, beam), float("-inf"), device=max_len.device)  # (B, K)
+        log_prob[:, 0] = 0.0
+        return cls(
+            sentence=sentence,
+            max_len=max_len.repeat_interleave(beam),  # (B*K,)
+            tokens=max_len.new_zeros((batch * beam, 0)),  # (B*K, 0)
+            log_prob=log_prob.view(-1),  # (B*K,)
+        )
+
+    def extend(self, tokens: Tensor, log_prob: Tensor, attention: Tensor | None) -> BeamState:
+        """Append one step.
+
+        Args:
+            tokens: (R,) long, the token each row chose.
+            log_prob: (R,) new cumulative log-probabilities.
+            attention: (R, ..., S) this step's attention, or None to stop recording it.
+        """
+        history = None
+        if attention is not None and (self.attention is not None or self.tokens.size(1) == 0):
+            step = attention.unsqueeze(1)  # (R, 1, ..., S)
+            history = step if self.attention is None else torch.cat([self.attention, step], dim=1)  # (R, t+1, ..., S)
+        return BeamState(
+            sentence=self.sentence,
+            max_len=self.max_len,
+            tokens=torch.cat([self.tokens, tokens.unsqueeze(1)], dim=1),  # (R, t+1)
+            log_prob=log_prob,
+            attention=history,
+        )
+
+
+def check_batch_first(state: Any, batch: int) -> None:
+    """Raise ValueError unless every tensor in `state` has `batch` rows on dim 0.
+
+    Model authors call it in their tests: a state that passes can be expanded, reordered and
+    trimmed by the searches. (A 0-dim tensor or a tensor shared across the batch would not be.)
+
+    Args:
+        state: a decoder state.
+        batch: the expected size of dim 0.
+    """
+
+    def check(x: Tensor) -> Tensor:
+        if x.dim() == 0 or x.size(0) != batch:
+            raise ValueError(f"decoder state tensor of shape {tuple(x.shape)} does not have the batch ({batch}) on dim 0")
+        return x
+
+    map_state(state, check)

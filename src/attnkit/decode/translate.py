@@ -1,0 +1,92 @@
+"""Translate text with a trained model: tokenize, batch by length, search, detokenize.
+
+Sentences are sorted by length so each batch carries little padding, decoded with greedy or beam
+search (`beam == 1` is greedy), and returned in input order with their n-best lists and, on request,
+the cross-attention of each output token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.data.batching import collate
+from attnkit.decode.beam import beam_search
+from attnkit.decode.greedy import greedy
+from attnkit.runs import Vocabs
+
+
+@dataclass
+class Translation:
+    """One output hypothesis with its pieces, for display and attention export."""
+
+    text: str
+    score: float
+    log_prob: float
+    finished: bool
+    src_pieces: list[str]
+    tgt_pieces: list[str]
+    attention: Tensor | None  # (T, S): target pieces (+EOS) x source pieces (+EOS)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    beam: int = 4
+    alpha: float = 0.6
+    nbest: int = 1
+    max_len_a: float = 1.0
+    max_len_b: int = 50
+    batch_size: int = 64
+
+
+def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+@torch.inference_mode()
+def translate(
+    model: nn.Module,
+    vocabs: Vocabs,
+    lines: Sequence[str],
+    settings: SearchSettings = SearchSettings(),
+    *,
+    device: torch.device | str = "cpu",
+    return_attention: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> list[list[Translation]]:
+    """Translate `lines`; returns the n-best list of each line, in input order."""
+    src_pieces = [vocabs.src_tokenizer.tokenize(line) for line in lines]
+    examples = [(vocabs.src_vocab.encode(p, add_eos=True), []) for p in src_pieces]
+    results: list[list[Translation]] = [[] for _ in lines]
+    for index in _batches([len(e[0]) for e in examples], settings.batch_size):
+        batch = collate(examples, index).to(device)
+        if settings.beam == 1:
+            nbests = [[h] for h in greedy(model, batch.src, batch.src_keep, max_len_a=settings.max_len_a,
+                                          max_len_b=settings.max_len_b, return_attention=return_attention)]
+        else:
+            nbests = beam_search(model, batch.src, batch.src_keep, beam=settings.beam, alpha=settings.alpha,
+                                 nbest=settings.nbest, max_len_a=settings.max_len_a, max_len_b=settings.max_len_b,
+                                 return_attention=return_attention)
+        for i, hyps in zip(index, nbests):
+            results[i] = [_to_translation(h, src_pieces[i], vocabs) for h in hyps]
+        if progress is not None:
+            progress(len(index))
+    return results
+
+
+def _to_translation(hyp, src_pieces: list[str], vocabs: Vocabs) -> Translation:
+    tgt_pieces = vocabs.tgt_vocab.decode(hyp.tokens)
+    return Translation(
+        text=vocabs.tgt_tokenizer.detokenize(tgt_pieces),
+        score=hyp.score,
+        log_prob=hyp.log_prob,
+        finished=hyp.finished,
+        src_pieces=src_pieces + ["</s>"],
+        tgt_pieces=tgt_pieces + (["</s>"] if hyp.finished else []),
+        attention=hyp.attention,
+    )

@@ -1,0 +1,25 @@
+"""Errors that attnkit reports to a user as one line.
+
+Library code raises these with a message that names *what* went wrong and *where* (file, line,
+key path). Only `attnkit.cli` catches them and prints the message; nothing else prints.
+"""
+
+
+class AttnkitError(Exception):
+    """Base class: a problem the user can fix, reported as one line without a traceback."""
+
+
+class ConfigError(AttnkitError):
+    """A config file or `--set` override is invalid (names file, key path and what was expected)."""
+
+
+class DataError(AttnkitError):
+    """An input data file is missing, unreadable, malformed or inconsistent (names file and line)."""
+
+
+class CheckpointError(AttnkitError):
+    """A run folder or checkpoint is missing, corrupt, or does not match its config/vocabulary."""
+
+
+class TrainingError(AttnkitError):
+    """Training cannot go on (e.g. the loss was NaN or inf too many steps in a row)."""

@@ -1,0 +1,80 @@
+"""Small evaluation metrics: perplexity, accuracy, and the entropy of attention distributions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+
+def perplexity(nll_sum: float | Tensor, n_tokens: int | Tensor) -> float:
+    """exp(nll_sum / n_tokens): the perplexity of a model on a set of tokens.
+
+    Args:
+        nll_sum: summed negative log-likelihood (natural log) of the tokens, e.g. the `nll_sum`
+            of `attnkit.train.losses.label_smoothed_nll`, not its label-smoothed loss.
+        n_tokens: number of tokens scored (padding excluded).
+
+    Returns:
+        The perplexity; inf if it overflows a float.
+
+    Raises:
+        ValueError: if n_tokens is not positive.
+    """
+    n = float(n_tokens)
+    if n <= 0:
+        raise ValueError(f"perplexity needs a positive number of tokens, got {n_tokens}")
+    try:
+        return math.exp(float(nll_sum) / n)
+    except OverflowError:
+        return math.inf
+
+
+def accuracy(pred: Tensor | Sequence[int], gold: Tensor | Sequence[int], *, keep: Tensor | None = None) -> float:
+    """Fraction of positions where pred equals gold.
+
+    Args:
+        pred: predicted labels, any shape (a tensor or a flat sequence).
+        gold: gold labels, same shape.
+        keep: optional bool tensor of that shape, True where a position counts (e.g. non-pad).
+
+    Returns:
+        The accuracy in [0, 1].
+
+    Raises:
+        ValueError: if the shapes differ or no position counts.
+    """
+    pred_t, gold_t = torch.as_tensor(pred), torch.as_tensor(gold)
+    if pred_t.shape != gold_t.shape:
+        raise ValueError(f"accuracy needs pred and gold of one shape, got {tuple(pred_t.shape)} and {tuple(gold_t.shape)}")
+    correct = pred_t == gold_t
+    if keep is not None:
+        correct = correct[keep]
+    if correct.numel() == 0:
+        raise ValueError("accuracy of zero positions")
+    return correct.float().mean().item()
+
+
+def attention_entropy(weights: Tensor, keep: Tensor | None = None) -> float:
+    """Mean entropy, in nats, of attention distributions: mean over rows of -sum_s w_s log w_s.
+
+    A uniform row over n keys has entropy log n, a one-hot row 0 (0 log 0 is taken as 0).
+
+    Args:
+        weights: (..., S) rows of attention weights, each a distribution over the last axis.
+        keep: optional bool mask broadcastable to weights, True where an entry counts. Entries
+            left out do not enter their row's sum; a row with no entry kept is left out of the
+            mean. Pass e.g. `tgt_keep[:, :, None] & src_keep[:, None, :]` for (B, T, S) weights.
+
+    Returns:
+        The mean entropy over the rows that count (nan if none does).
+    """
+    terms = -torch.xlogy(weights, weights)  # (..., S)
+    if keep is None:
+        return terms.sum(dim=-1).mean().item()
+    keep = keep.expand_as(weights)  # (..., S)
+    entropy = terms.masked_fill(~keep, 0.0).sum(dim=-1)  # (...,)
+    rows = keep.any(dim=-1)  # (...,)
+    return entropy[rows].mean().item()

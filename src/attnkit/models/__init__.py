@@ -1,0 +1,1 @@
+"""Models: every one implements the decoding protocol of docs/conventions.md."""

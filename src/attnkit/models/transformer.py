@@ -1,0 +1,285 @@
+"""The Transformer of Vaswani et al. (2017), "Attention Is All You Need".
+
+Encoder and decoder stacks of N layers (sec. 3.1); each sub-layer is wrapped as published,
+`LayerNorm(x + Dropout(Sublayer(x)))` (post-norm), or as `x + Dropout(Sublayer(LayerNorm(x)))`
+(pre-norm, with a final LayerNorm per stack). Sub-layers: multi-head self-attention, causal
+self-attention and encoder-decoder attention (sec. 3.2), and the position-wise feed-forward network
+`FFN(x) = max(0, x W1 + b1) W2 + b2` (eq. 2). Token embeddings are scaled by sqrt(d_model) and
+summed with positional encodings (sec. 3.4, 3.5); source/target embeddings and the output
+projection share one matrix when the vocabulary is joint.
+
+Decoding follows the protocol in docs/conventions.md: `encode`, `init_state`, `step`. The state
+holds each decoder layer's self-attention keys/values (growing one position a step) and its
+cross-attention keys/values (computed once).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnkit.attention.cache import KVCache
+from attnkit.attention.masks import causal_mask
+from attnkit.attention.multihead import MultiHeadAttention
+from attnkit.attention.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+
+
+class FeedForward(nn.Module):
+    """Position-wise FFN (eq. 2): `max(0, x W1 + b1) W2 + b2`."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+        super().__init__()
+        self.w_1 = nn.Linear(d_model, d_ff)
+        self.w_2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.w_2(self.dropout(F.relu(self.w_1(x))))  # (B, T, D)
+
+
+class Residual(nn.Module):
+    """Residual connection with LayerNorm, post-norm (paper) or pre-norm."""
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def inner(self, x: Tensor) -> Tensor:
+        """The sub-layer's input: `LayerNorm(x)` for pre-norm, `x` for post-norm."""
+        return self.norm(x) if self.pre_norm else x
+
+    def outer(self, x: Tensor, sublayer_out: Tensor) -> Tensor:
+        """Combine: `x + Dropout(out)` (pre-norm) or `LayerNorm(x + Dropout(out))` (post-norm)."""
+        y = x + self.dropout(sublayer_out)  # (B, T, D)
+        return y if self.pre_norm else self.norm(y)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.res_attn = Residual(d_model, dropout, pre_norm)
+        self.res_ffn = Residual(d_model, dropout, pre_norm)
+
+    def forward(self, x: Tensor, keep: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """x (B, S, D), keep (B, 1, 1, S) -> (x (B, S, D), weights (B, H, S, S) or None)."""
+        h = self.res_attn.inner(x)  # (B, S, D)
+        a, weights = self.self_attn(h, h, h, keep, need_weights=need_weights)  # (B, S, D)
+        x = self.res_attn.outer(x, a)  # (B, S, D)
+        x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))  # (B, S, D)
+        return x, weights
+
+
+@dataclass
+class LayerAttention:
+    """One decoder layer's attention weights: self (B, H, T, T') and cross (B, H, T, S)."""
+
+    self_attn: Tensor | None
+    cross_attn: Tensor | None
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.res_self = Residual(d_model, dropout, pre_norm)
+        self.res_cross = Residual(d_model, dropout, pre_norm)
+        self.res_ffn = Residual(d_model, dropout, pre_norm)
+
+    def forward(
+        self,
+        x: Tensor,
+        self_kv: KVCache | None,
+        cross_kv: KVCache,
+        self_keep: Tensor | None,
+        cross_keep: Tensor,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, KVCache, LayerAttention]:
+        """Run the layer on T new positions.
+
+        Args:
+            x: (B, T, D) the new positions' inputs.
+            self_kv: keys/values of earlier positions (B, H, T0, E), or None for a full pass.
+            cross_kv: projected encoder memory (B, H, S, E).
+            self_keep: causal keep-mask broadcastable to (B, 1, T, T0 + T), or None (single step).
+            cross_keep: source keep-mask (B, 1, 1, S).
+
+        Returns:
+            x (B, T, D), the self-attention cache extended by T positions, and the weights.
+        """
+        h = self.res_self.inner(x)  # (B, T, D)
+        kv = self.self_attn.project_kv(h, h)  # (B, H, T, E) each
+        if self_kv is not None:
+            kv = self_kv.append(kv)  # (B, H, T0 + T, E)
+        a, self_w = self.self_attn.attend(h, kv, self_keep, need_weights=need_weights)  # (B, T, D)
+        x = self.res_self.outer(x, a)  # (B, T, D)
+        h = self.res_cross.inner(x)  # (B, T, D)
+        a, cross_w = self.cross_attn.attend(h, cross_kv, cross_keep, need_weights=need_weights)  # (B, T, D)
+        x = self.res_cross.outer(x, a)  # (B, T, D)
+        x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))  # (B, T, D)
+        return x, kv, LayerAttention(self_w, cross_w)
+
+
+@dataclass
+class TransformerState:
+    """Decoding state: per-layer self-attention caches (grow a step) and cross-attention K/V."""
+
+    self_kv: list[KVCache]
+    cross_kv: list[KVCache]
+    src_keep: Tensor  # (B, 1, 1, S)
+    position: int
+
+
+@dataclass
+class TransformerAttentions:
+    """Every attention map of one forward pass, per layer: (B, H, Tq, Tk) each."""
+
+    encoder: list[Tensor]
+    decoder_self: list[Tensor]
+    cross: list[Tensor]
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer; `forward` is teacher-forced, `step` decodes one token."""
+
+    def __init__(
+        self,
+        *,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 512,
+        n_heads: int = 8,
+        d_ff: int = 2048,
+        encoder_layers: int = 6,
+        decoder_layers: int = 6,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        pre_norm: bool = False,
+        learned_positions: bool = False,
+        max_positions: int = 1024,
+        share_embeddings: bool = True,
+        tie_output: bool = True,
+        pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError("share_embeddings needs one joint vocabulary (source and target sizes differ)")
+        self.d_model = d_model
+        self.pad_id = pad_id
+        self.src_embed = nn.Embedding(src_vocab_size, d_model, padding_idx=pad_id)
+        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model, padding_idx=pad_id)
+        if learned_positions:
+            self.positions = LearnedPositionalEmbedding(max_positions, d_model)
+        else:
+            self.positions = SinusoidalPositionalEncoding(d_model, max_len=max_positions)
+        self.embed_dropout = nn.Dropout(dropout)
+        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, pre_norm)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(decoder_layers))
+        self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+        self.output = None if tie_output else nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        # Embeddings ~ N(0, d_model^-0.5) so that scaling by sqrt(d_model) gives unit variance
+        # (the usual choice with a tied output projection, as in fairseq and tensor2tensor).
+        for embed in {self.src_embed, self.tgt_embed}:
+            nn.init.normal_(embed.weight, mean=0.0, std=self.d_model**-0.5)
+            nn.init.zeros_(embed.weight[self.pad_id])
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name:
+                nn.init.xavier_uniform_(p)
+
+    def embed(self, tokens: Tensor, embedding: nn.Embedding, start: int = 0) -> Tensor:
+        """tokens (B, T) -> (B, T, D): embedding * sqrt(d_model) + positions, then dropout."""
+        x = embedding(tokens) * math.sqrt(self.d_model)  # (B, T, D)
+        return self.embed_dropout(self.positions(x, start=start))  # (B, T, D)
+
+    def logits(self, x: Tensor) -> Tensor:
+        """Decoder output (..., D) -> vocabulary logits (..., V)."""
+        if self.output is None:
+            return F.linear(x, self.tgt_embed.weight)  # (..., V)
+        return self.output(x)  # (..., V)
+
+    def encode(self, src: Tensor, src_keep: Tensor, need_weights: bool = False) -> Tensor:
+        """src (B, S), src_keep (B, S) -> memory (B, S, D)."""
+        return self._encode(src, src_keep, need_weights)[0]
+
+    def _encode(self, src: Tensor, src_keep: Tensor, need_weights: bool) -> tuple[Tensor, list[Tensor]]:
+        keep = src_keep[:, None, None, :]  # (B, 1, 1, S)
+        x = self.embed(src, self.src_embed)  # (B, S, D)
+        maps = []
+        for layer in self.encoder_layers:
+            x, w = layer(x, keep, need_weights)  # (B, S, D)
+            maps.append(w)
+        return self.encoder_norm(x), maps  # (B, S, D)
+
+    def _cross_kv(self, memory: Tensor) -> list[KVCache]:
+        return [layer.cross_attn.project_kv(memory, memory) for layer in self.decoder_layers]
+
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, list[LayerAttention]]:
+        """Teacher-forced decoder pass: tgt_in (B, T) -> (logits (B, T, V), per-layer weights)."""
+        T = tgt_in.size(1)
+        self_keep = causal_mask(T, device=tgt_in.device)  # (T, T)
+        cross_keep = src_keep[:, None, None, :]  # (B, 1, 1, S)
+        x = self.embed(tgt_in, self.tgt_embed)  # (B, T, D)
+        maps = []
+        for layer, kv in zip(self.decoder_layers, self._cross_kv(memory)):
+            x, _, w = layer(x, None, kv, self_keep, cross_keep, need_weights)  # (B, T, D)
+            maps.append(w)
+        return self.logits(self.decoder_norm(x)), maps  # (B, T, V)
+
+    def forward(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: src (B, S), src_keep (B, S), tgt_in (B, T) -> logits (B, T, V)."""
+        memory = self.encode(src, src_keep)  # (B, S, D)
+        return self.decode(tgt_in, memory, src_keep)[0]  # (B, T, V)
+
+    def attentions(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> TransformerAttentions:
+        """All attention maps of a teacher-forced pass (for plots): per layer (B, H, Tq, Tk)."""
+        memory, enc = self._encode(src, src_keep, need_weights=True)  # (B, S, D)
+        _, dec = self.decode(tgt_in, memory, src_keep, need_weights=True)
+        return TransformerAttentions(enc, [m.self_attn for m in dec], [m.cross_attn for m in dec])
+
+    def init_state(self, memory: Tensor, src_keep: Tensor) -> TransformerState:
+        """Start decoding: cross-attention K/V computed once, empty self-attention caches."""
+        B, H = memory.size(0), self.decoder_layers[0].self_attn.n_heads
+        E = self.d_model // H
+        empty = memory.new_zeros(B, H, 0, E)  # (B, H, 0, E)
+        return TransformerState(
+            self_kv=[KVCache(empty, empty) for _ in self.decoder_layers],
+            cross_kv=self._cross_kv(memory),
+            src_keep=src_keep[:, None, None, :],  # (B, 1, 1, S)
+            position=0,
+        )
+
+    def step(self, prev_tokens: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState, Tensor]:
+        """One decoding step.
+
+        Args:
+            prev_tokens: (B, 1) the previous output token (BOS first).
+            state: from `init_state` or the previous step.
+
+        Returns:
+            log_probs (B, V), the new state, and the last layer's cross-attention averaged over
+            heads (B, S).
+        """
+        x = self.embed(prev_tokens, self.tgt_embed, start=state.position)  # (B, 1, D)
+        new_kv = []
+        for layer, self_kv, cross_kv in zip(self.decoder_layers, state.self_kv, state.cross_kv):
+            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_weights=layer is self.decoder_layers[-1])
+            new_kv.append(kv)
+        log_probs = F.log_softmax(self.logits(self.decoder_norm(x[:, -1])).float(), dim=-1)  # (B, V)
+        attn = w.cross_attn.mean(dim=1)[:, -1]  # (B, S)
+        return log_probs, TransformerState(new_kv, state.cross_kv, state.src_keep, state.position + 1), attn

@@ -1,0 +1,76 @@
+"""Progress bars for the command line (tqdm on stderr). Library code reports through callbacks."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from tqdm import tqdm
+
+from attnkit.config.schema import Train
+from attnkit.train.state import TrainState
+
+
+class TrainProgress:
+    """A training bar over steps (max_steps) or minutes (max_minutes), with loss, lr and tokens/s."""
+
+    def __init__(self, t: Train) -> None:
+        self.by_time = t.max_steps is None and t.max_minutes is not None
+        total = round(60 * t.max_minutes) if self.by_time else t.max_steps
+        unit = "s" if self.by_time else "step"
+        self.bar = tqdm(total=total, unit=unit, dynamic_ncols=True, desc="train", leave=True)
+        self.tokens = 0
+        self.seconds = 0.0
+        self.valid = ""
+
+    def __enter__(self) -> "TrainProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+
+    def event(self, kind: str, state: TrainState, info: dict) -> None:
+        if kind == "valid":
+            parts = [f"{k} {v:.2f}" for k, v in info.items() if k in ("loss", "ppl", "bleu")]
+            self.valid = " ".join(parts)
+            self.bar.write(f"step {state.step}: valid {self.valid}")
+            return
+        self.tokens += info["tokens"]
+        self.seconds += info["seconds"]
+        self.bar.n = min(round(state.elapsed), self.bar.total) if self.by_time else state.step
+        loss = "nan" if info["loss"] is None else f"{info['loss']:.3f}"
+        self.bar.set_postfix_str(f"loss {loss} lr {info['lr']:.2e} tok/s {self.tokens / max(self.seconds, 1e-9):,.0f}", refresh=False)
+        self.bar.refresh()
+
+
+class DownloadProgress:
+    """A byte-count bar per downloaded file."""
+
+    def __init__(self) -> None:
+        self.bar: tqdm | None = None
+        self.name = ""
+
+    def __enter__(self) -> "DownloadProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def update(self, name: str, done: int, total: int | None) -> None:
+        if name != self.name:
+            if self.bar is not None:
+                self.bar.close()
+            self.bar, self.name = tqdm(total=total, unit="B", unit_scale=True, desc=name, leave=False), name
+        self.bar.n = done
+        self.bar.refresh()
+
+
+@contextmanager
+def counter(total: int, desc: str, unit: str = "it") -> Iterator[tqdm]:
+    """A plain counting bar; call `.update(n)`."""
+    bar = tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True)
+    try:
+        yield bar
+    finally:
+        bar.close()

@@ -1,0 +1,276 @@
+"""The training loop, as one plain function: `train(run, run_dir) -> TrainState`.
+
+In order: prepare data and vocabularies, build the model, then for each group of `accum` token
+batches: forward (autocast), label-smoothed loss, backward, clip, set the learning rate from the
+schedule, optimizer step; every `eval_every` updates: validation loss, perplexity and BLEU, attention
+entropy, a checkpoint (best and last K kept) and early stopping. `--resume` restores weights,
+optimizer, RNG states and the position in the epoch, so a resumed run equals an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnkit.config.schema import Run
+from attnkit.data.batching import Batch, TokenBatcher, collate
+from attnkit.data.prepare import prepare_translation
+from attnkit.decode.translate import SearchSettings, translate
+from attnkit.errors import CheckpointError, TrainingError
+from attnkit.evaluate.bleu import score_translations
+from attnkit.evaluate.metrics import attention_entropy, perplexity
+from attnkit.runs import Vocabs, build_for, read_run, write_run
+from attnkit.train.checkpoint import find_checkpoint, load_trainer, load_weights, prune, save_checkpoint
+from attnkit.train.corpus import corpus_splits, split_pairs
+from attnkit.train.losses import label_smoothed_nll
+from attnkit.train.precision import autocast, grad_scaler, pick_device
+from attnkit.train.schedules import make_schedule
+from attnkit.train.state import TrainState
+
+log = logging.getLogger("attnkit")
+PAD = 0
+
+
+@dataclass
+class TrainData:
+    vocabs: Vocabs
+    train: list[tuple[list[int], list[int]]]
+    valid: list[tuple[list[int], list[int]]]
+    valid_src: list[str]  # raw validation text, for BLEU
+    valid_ref: list[str]
+
+
+def load_data(run: Run, run_dir: Path, data_dir: str | None) -> TrainData:
+    """Read, check, tokenize and encode the training and validation splits."""
+    splits = corpus_splits(run.data, data_dir)
+    d = run.data
+    prepared = prepare_translation(
+        train=splits["train"], valid=splits["valid"], tokenizer=d.tokenizer, vocab_size=d.vocab_size,
+        joint=d.joint, max_len=d.max_len, cache_dir=run_dir.parent / ".attnkit-cache",
+        check_policy=d.check.model_dump(by_alias=True), max_ratio=d.max_ratio,
+    )  # fmt: skip
+    vocabs = Vocabs(prepared.src_tokenizer, prepared.tgt_tokenizer, prepared.src_vocab, prepared.tgt_vocab)
+    valid_pairs = split_pairs(splits["valid"])
+    return TrainData(vocabs, prepared.train, prepared.valid, [s for s, _ in valid_pairs], [t for _, t in valid_pairs])
+
+
+def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed label-smoothed loss and NLL of a teacher-forced batch."""
+    logits = model(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, V)
+    log_probs = F.log_softmax(logits.float(), dim=-1)  # (B, T, V)
+    return label_smoothed_nll(log_probs.flatten(0, 1), batch.tgt_out.flatten(), epsilon=epsilon, ignore_index=PAD)
+
+
+class Trainer:
+    """The pieces one update needs; `update` is the whole step."""
+
+    def __init__(self, run: Run, model: nn.Module, device: torch.device) -> None:
+        t = run.train
+        self.run, self.model, self.device = run, model, device
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay)
+        d_model = getattr(run.model, "d_model", 512)
+        s = t.schedule
+        kwargs = {"noam": dict(d_model=d_model, warmup=s.warmup, scale=s.lr), "inverse_sqrt": dict(peak_lr=s.lr, warmup=s.warmup), "constant": dict(lr=s.lr)}
+        self.schedule = make_schedule(s.kind, **kwargs[s.kind])
+        self.scaler = grad_scaler(device, t.precision)
+
+    def update(self, batches: list[Batch], state: TrainState) -> float | None:
+        """One optimizer update over `batches` (accumulated); returns the loss per token, or None if skipped."""
+        t = self.run.train
+        n_tokens = sum(b.n_tgt_tokens for b in batches)
+        total = 0.0
+        for batch in batches:
+            batch = batch.to(self.device)
+            with autocast(self.device, t.precision):
+                loss, _ = batch_loss(self.model, batch, t.label_smoothing)
+            self.scaler.scale(loss / n_tokens).backward()
+            total += loss.item()
+        if not math.isfinite(total):
+            self.optimizer.zero_grad(set_to_none=True)
+            state.bad_steps_in_row += 1
+            state.skipped_steps += 1
+            if state.bad_steps_in_row >= t.max_bad_steps:
+                raise TrainingError(f"loss was NaN/inf for {state.bad_steps_in_row} steps in a row (step {state.step + 1}); lower the learning rate or check the data")
+            log.warning("step %d: loss is %s, update skipped", state.step + 1, total)
+            return None
+        state.bad_steps_in_row = 0
+        if t.clip_norm > 0:
+            self.scaler.unscale_(self.optimizer)
+            nn.utils.clip_grad_norm_(self.model.parameters(), t.clip_norm)
+        lr = self.schedule(state.step + 1)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        state.step += 1
+        state.target_tokens += n_tokens
+        return total / n_tokens
+
+
+@torch.inference_mode()
+def validate(model: nn.Module, data: TrainData, run: Run, device: torch.device) -> dict[str, float]:
+    """Validation loss, perplexity, attention entropy and (optionally) BLEU and exact match."""
+    model.eval()
+    t = run.train
+    batcher = TokenBatcher([len(s) for s, _ in data.valid], [len(y) + 1 for _, y in data.valid], max_tokens=t.max_tokens, shuffle=False, seed=0)
+    loss_sum = nll_sum = n_tokens = 0.0
+    for index in batcher.epoch(0):
+        batch = collate(data.valid, index).to(device)
+        with autocast(device, t.precision):
+            loss, nll = batch_loss(model, batch, t.label_smoothing)
+        loss_sum, nll_sum, n_tokens = loss_sum + loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
+    metrics = {"loss": loss_sum / n_tokens, "ppl": perplexity(nll_sum, n_tokens)}
+    metrics.update(attention_health(model, collate(data.valid, list(range(min(32, len(data.valid))))).to(device)))
+    if t.eval_bleu:
+        n = t.eval_max_sentences or len(data.valid_src)
+        settings = SearchSettings(beam=t.eval_beam, alpha=run.decode.alpha, max_len_a=run.decode.max_len_a, max_len_b=run.decode.max_len_b, batch_size=run.decode.batch_size)
+        hyps = [nbest[0].text for nbest in translate(model, data.vocabs, data.valid_src[:n], settings, device=device)]
+        scores = score_translations(hyps, data.valid_ref[:n])
+        metrics["bleu"] = scores["bleu"]
+        metrics["exact"] = sum(h == r for h, r in zip(hyps, data.valid_ref[:n])) / max(n, 1)
+    model.train()
+    return metrics
+
+
+def attention_health(model: nn.Module, batch: Batch) -> dict[str, float]:
+    """Mean entropy (nats) of each attention kind and layer on a validation batch."""
+    maps = model.attentions(batch.src, batch.src_keep, batch.tgt_in)
+    src_keep = batch.src_keep[:, None, None, :]  # (B, 1, 1, S)
+    health = {}
+    for kind, layers, keep in (("enc", maps.encoder, src_keep), ("dec", maps.decoder_self, None), ("cross", maps.cross, src_keep)):
+        for i, weights in enumerate(layers):
+            health[f"entropy/{kind}{i}"] = attention_entropy(weights.float(), keep)
+    return health
+
+
+def _start(run: Run, run_dir: Path, data: TrainData, resume: bool) -> None:
+    """Refuse to overwrite a trained run; on resume, check the data gives the run's vocabularies."""
+    has_checkpoints = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
+    if not resume:
+        if has_checkpoints:
+            raise CheckpointError(f"{run_dir}: already holds checkpoints; pass --resume to continue it, or choose another --out")
+        write_run(run_dir, run, data.vocabs)
+        return
+    _, saved = read_run(run_dir)
+    if saved.src_vocab.to_json() != data.vocabs.src_vocab.to_json() or saved.tgt_vocab.to_json() != data.vocabs.tgt_vocab.to_json():
+        raise CheckpointError(f"{run_dir}/run.json: the vocabulary built from the data differs from the run's (data or tokenizer settings changed)")
+
+
+def _rng_state(device: torch.device) -> dict[str, torch.Tensor]:
+    rng = {"torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        rng["cuda"] = torch.cuda.get_rng_state(device)
+    return rng
+
+
+def _resume(run_dir: Path, trainer: Trainer) -> TrainState:
+    checkpoint = find_checkpoint(run_dir, "last")
+    load_weights(trainer.model, checkpoint)
+    saved, rng = load_trainer(checkpoint, trainer.optimizer)
+    torch.set_rng_state(rng["torch"])
+    if "cuda" in rng and trainer.device.type == "cuda":
+        torch.cuda.set_rng_state(rng["cuda"], trainer.device)
+    log.info("resumed from %s", checkpoint)
+    return TrainState.from_dict(saved["train_state"])
+
+
+def _is_better(run: Run, metrics: dict[str, float], best: float | None) -> bool:
+    if run.train.early_stopping == "bleu" and "bleu" in metrics:
+        return best is None or metrics["bleu"] > best
+    return best is None or -metrics["loss"] > best
+
+
+def _evaluate_and_save(run: Run, run_dir: Path, trainer: Trainer, data: TrainData, state: TrainState) -> dict[str, float]:
+    metrics = validate(trainer.model, data, run, trainer.device)
+    name = f"step_{state.step:08d}"
+    if _is_better(run, metrics, state.best):
+        state.best = metrics["bleu"] if run.train.early_stopping == "bleu" and "bleu" in metrics else -metrics["loss"]
+        state.best_checkpoint, state.evals_without_improvement = name, 0
+    else:
+        state.evals_without_improvement += 1
+    patience = run.train.patience
+    state.stopped_early = patience is not None and state.evals_without_improvement >= patience
+    save_checkpoint(run_dir, state.step, trainer.model, state={"train_state": state.to_dict(), "metrics": metrics},
+                    optimizer=trainer.optimizer, rng=_rng_state(trainer.device))  # fmt: skip
+    (run_dir / "best.json").write_text(json.dumps({"checkpoint": state.best_checkpoint, "best": state.best}))
+    prune(run_dir, run.train.keep_last, keep={state.best_checkpoint or ""})
+    return metrics
+
+
+def _append_metrics(run_dir: Path, record: dict) -> None:
+    with open(run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def _done(run: Run, state: TrainState) -> bool:
+    t = run.train
+    return (
+        state.stopped_early
+        or (t.max_steps is not None and state.step >= t.max_steps)
+        or (t.max_epochs is not None and state.epoch >= t.max_epochs)
+        or (t.max_minutes is not None and state.elapsed >= 60 * t.max_minutes)
+    )
+
+
+def train(
+    run: Run,
+    run_dir: str | Path,
+    *,
+    resume: bool = False,
+    data_dir: str | None = None,
+    on_event: Callable[[str, TrainState, dict], None] | None = None,
+) -> TrainState:
+    """Train `run` into `run_dir`; `on_event(kind, state, info)` reports "step" and "valid" events."""
+    run_dir = Path(run_dir)
+    t = run.train
+    device = pick_device(t.device)
+    if t.threads:
+        torch.set_num_threads(t.threads)
+    torch.manual_seed(t.seed)
+    data = load_data(run, run_dir, data_dir)
+    _start(run, run_dir, data, resume)
+    model = build_for(run, data.vocabs).to(device)
+    trainer = Trainer(run, model, device)
+    state = _resume(run_dir, trainer) if resume else TrainState()
+    batcher = TokenBatcher([len(s) for s, _ in data.train], [len(y) + 1 for _, y in data.train], max_tokens=t.max_tokens, shuffle=True, seed=t.seed)
+    model.train()
+    emit = on_event or (lambda kind, state, info: None)
+    last_eval = state.step
+    while not _done(run, state):
+        epoch = batcher.epoch(state.epoch)
+        while state.batch_in_epoch < len(epoch) and not _done(run, state):
+            started = time.perf_counter()
+            group = epoch[state.batch_in_epoch : state.batch_in_epoch + t.accum]
+            batches = [collate(data.train, index) for index in group]
+            loss = trainer.update(batches, state)
+            state.batch_in_epoch += len(group)
+            seconds = time.perf_counter() - started
+            state.elapsed += seconds
+            info = {"loss": loss, "lr": trainer.optimizer.param_groups[0]["lr"], "tokens": sum(b.n_tgt_tokens for b in batches), "seconds": seconds}
+            emit("step", state, info)
+            if state.step % t.log_every == 0 and loss is not None:
+                _append_metrics(run_dir, {"kind": "train", "step": state.step, "epoch": state.epoch, "elapsed": state.elapsed, **info})
+            if state.step % t.eval_every == 0 and state.step != last_eval:
+                started = time.perf_counter()
+                metrics = _evaluate_and_save(run, run_dir, trainer, data, state)
+                state.elapsed += time.perf_counter() - started
+                last_eval = state.step
+                _append_metrics(run_dir, {"kind": "valid", "step": state.step, "elapsed": state.elapsed, **metrics})
+                emit("valid", state, metrics)
+        if state.batch_in_epoch >= len(epoch):
+            state.epoch, state.batch_in_epoch = state.epoch + 1, 0
+    if state.step != last_eval:
+        metrics = _evaluate_and_save(run, run_dir, trainer, data, state)
+        _append_metrics(run_dir, {"kind": "valid", "step": state.step, "elapsed": state.elapsed, **metrics})
+        emit("valid", state, metrics)
+    return state

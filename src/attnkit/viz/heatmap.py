@@ -1,0 +1,34 @@
+"""Attention heatmaps as PNG files (matplotlib, no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from attnkit.io import atomic_path  # noqa: E402
+
+
+def plot_attention(weights, src: list[str], tgt: list[str], path: str | Path, title: str = "") -> Path:
+    """Write a (T x S) heatmap with target tokens as rows and source tokens as columns."""
+    rows = weights.tolist() if hasattr(weights, "tolist") else weights
+    width = max(4.0, 0.32 * len(src) + 2.0)
+    height = max(3.0, 0.32 * len(tgt) + 1.5)
+    fig, ax = plt.subplots(figsize=(width, height))
+    image = ax.imshow(rows, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(len(src)), src, rotation=90, fontsize=8)
+    ax.set_yticks(range(len(tgt)), tgt, fontsize=8)
+    ax.set_xlabel("source")
+    ax.set_ylabel("target")
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,125 @@
+"""The Transformer: equations of sec. 3, cached decoding, padding invariance, weight tying."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnkit.attention.positional import sinusoidal_encoding
+from attnkit.models.transformer import FeedForward, Transformer
+
+V = 23
+
+
+def make(pre_norm=False, share=True, **kw):
+    torch.manual_seed(0)
+    args = dict(src_vocab_size=V, tgt_vocab_size=V, d_model=32, n_heads=4, d_ff=64, encoder_layers=2,
+                decoder_layers=2, dropout=0.0, pre_norm=pre_norm, share_embeddings=share, tie_output=share)
+    args.update(kw)
+    return Transformer(**args).eval()
+
+
+def batch(B=3, S=7, T=6, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, V, (B, S), generator=g)
+    lengths = torch.tensor([S, S - 2, 3][:B])
+    src_keep = torch.arange(S)[None, :] < lengths[:, None]  # (B, S)
+    src = src.masked_fill(~src_keep, 0)
+    tgt_in = torch.cat([torch.full((B, 1), 2), torch.randint(4, V, (B, T - 1), generator=g)], dim=1)
+    return src, src_keep, tgt_in
+
+
+def test_ffn_is_equation_2():
+    # FFN(x) = max(0, x W1 + b1) W2 + b2 (Vaswani et al. eq. 2), computed by hand from the weights.
+    torch.manual_seed(0)
+    ffn = FeedForward(8, 16, dropout=0.0)
+    x = torch.randn(2, 3, 8)
+    expected = torch.clamp(x @ ffn.w_1.weight.T + ffn.w_1.bias, min=0) @ ffn.w_2.weight.T + ffn.w_2.bias
+    torch.testing.assert_close(ffn(x), expected)
+
+
+def test_embedding_is_scaled_and_positioned():
+    model = make()
+    tokens = torch.tensor([[5, 6, 7]])
+    expected = model.src_embed.weight[tokens] * math.sqrt(32) + sinusoidal_encoding(3, 32)[None]
+    torch.testing.assert_close(model.embed(tokens, model.src_embed), expected)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_encoder_layer_residual_structure(pre_norm):
+    # Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)) (sec. 3.1).
+    model = make(pre_norm=pre_norm)
+    layer = model.encoder_layers[0]
+    x = torch.randn(2, 5, 32)
+    keep = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    norm1, norm2 = layer.res_attn.norm, layer.res_ffn.norm
+    if pre_norm:
+        h = norm1(x)
+        y = x + layer.self_attn(h, h, h, keep, need_weights=False)[0]
+        expected = y + layer.ffn(norm2(y))
+    else:
+        y = norm1(x + layer.self_attn(x, x, x, keep, need_weights=False)[0])
+        expected = norm2(y + layer.ffn(y))
+    torch.testing.assert_close(layer(x, keep)[0], expected)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_cached_decoding_equals_full_forward(pre_norm):
+    model = make(pre_norm=pre_norm)
+    src, src_keep, tgt_in = batch()
+    full = F.log_softmax(model(src, src_keep, tgt_in), dim=-1)  # (B, T, V)
+    state = model.init_state(model.encode(src, src_keep), src_keep)
+    for t in range(tgt_in.size(1)):
+        log_probs, state, attn = model.step(tgt_in[:, t : t + 1], state)
+        torch.testing.assert_close(log_probs, full[:, t], atol=1e-5, rtol=1e-5)
+        assert attn.shape == (3, 7)
+        torch.testing.assert_close(attn.sum(-1), torch.ones(3))
+        assert (attn[~src_keep] == 0).all()
+    assert state.position == tgt_in.size(1) and state.self_kv[0].k.shape[2] == tgt_in.size(1)
+
+
+def test_padding_does_not_change_a_sentence():
+    model = make()
+    src, src_keep, tgt_in = batch()
+    n = int(src_keep[2].sum())
+    alone = model(src[2:3, :n], src_keep[2:3, :n], tgt_in[2:3])
+    padded = model(src, src_keep, tgt_in)[2:3]
+    torch.testing.assert_close(alone, padded, atol=1e-5, rtol=1e-5)
+
+
+def test_tied_and_untied_weights():
+    tied = make(share=True)
+    assert tied.tgt_embed is tied.src_embed and tied.output is None
+    x = torch.randn(2, 32)
+    torch.testing.assert_close(tied.logits(x), x @ tied.src_embed.weight.T)
+    untied = make(share=False)
+    assert untied.tgt_embed is not untied.src_embed and untied.output is not None
+    n_tied = sum(p.numel() for p in tied.parameters())
+    n_untied = sum(p.numel() for p in untied.parameters())
+    assert n_untied - n_tied == 2 * V * 32  # one more embedding and one output matrix
+    with pytest.raises(ValueError, match="joint vocabulary"):
+        make(share=True, tgt_vocab_size=V + 1)
+
+
+def test_attention_maps_are_distributions():
+    model = make()
+    src, src_keep, tgt_in = batch()
+    maps = model.attentions(src, src_keep, tgt_in)
+    assert len(maps.encoder) == len(maps.cross) == len(maps.decoder_self) == 2
+    assert maps.encoder[0].shape == (3, 4, 7, 7) and maps.cross[1].shape == (3, 4, 6, 7)
+    causal = maps.decoder_self[0]
+    assert causal.shape == (3, 4, 6, 6) and (causal.triu(1) == 0).all()
+    for w in maps.encoder + maps.cross + maps.decoder_self:
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    assert (maps.cross[0].transpose(1, 3)[~src_keep] == 0).all()
+
+
+def test_learned_positions_and_dropout_train_mode():
+    model = make(learned_positions=True, dropout=0.3)
+    src, src_keep, tgt_in = batch()
+    model.train()
+    a, b = model(src, src_keep, tgt_in), model(src, src_keep, tgt_in)
+    assert not torch.allclose(a, b)  # dropout active in training
+    model.eval()
+    torch.testing.assert_close(model(src, src_keep, tgt_in), model(src, src_keep, tgt_in))
