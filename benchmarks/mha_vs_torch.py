@@ -101,7 +101,8 @@ def peak_bytes(step: Callable[[], None], device: torch.device) -> int:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
-    events = [n for n in _walk(prof.profiler.kineto_results.experimental_event_tree()) if n.tag == _EventType.Allocation]
+    tree = prof.profiler.kineto_results.experimental_event_tree()
+    events = [n for n in _walk(tree) if n.tag == _EventType.Allocation]
     live = peak = 0
     for node in sorted(events, key=lambda n: n.start_time_ns):
         if node.extra_fields.device.type == "cpu":

@@ -14,13 +14,12 @@ from pathlib import Path
 
 from attnkit.config import load_config
 from attnkit.data.fetch import fetch_multi30k
-from attnkit.data.text import read_lines
 from attnkit.decode.translate import SearchSettings, translate
 from attnkit.errors import AttnkitError
 from attnkit.evaluate.bleu import score_translations
 from attnkit.progress import TrainProgress
 from attnkit.runs import load_run
-from attnkit.train.corpus import multi30k_dir
+from attnkit.train.corpus import corpus_splits, multi30k_dir, split_pairs
 from attnkit.train.loop import train
 from attnkit.viz.heatmap import plot_attention
 
@@ -61,14 +60,8 @@ def run_demo(minutes: float, data_dir: str | None, out: str) -> int:
     with TrainProgress(run.train) as progress:
         train(run, out_dir, on_event=progress.event)
     loaded = load_run(out_dir)
-    if folder is not None:
-        src = read_lines(folder / "test_2016_flickr.en.gz")
-        ref = read_lines(folder / "test_2016_flickr.de.gz")
-    else:
-        from attnkit.train.corpus import corpus_splits
-
-        pairs = corpus_splits(run.data)["test"]
-        src, ref = [s for s, _ in pairs], [t for _, t in pairs]
+    pairs = split_pairs(corpus_splits(run.data, str(folder) if folder else None)["test"])
+    src, ref = [s for s, _ in pairs], [t for _, t in pairs]
     d = loaded.run.decode
     settings = SearchSettings(beam=d.beam, alpha=d.alpha, max_len_a=d.max_len_a, max_len_b=d.max_len_b)
     results = translate(loaded.model, loaded.vocabs, src, settings, return_attention=True)

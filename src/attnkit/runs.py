@@ -9,10 +9,8 @@ model, a vocabulary that does not match the weights or a corrupt file is one cle
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -20,7 +18,7 @@ from torch import nn
 from attnkit import __version__
 from attnkit.config.load import read_yaml, save_config, validate
 from attnkit.config.schema import Run
-from attnkit.data.tokenizers import Tokenizer, load_tokenizer
+from attnkit.data.tokenizers import Tokenizer, load_tokenizer, save_tokenizer
 from attnkit.data.vocab import Vocabulary
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.io import atomic_write_text
@@ -50,18 +48,6 @@ class LoadedRun:
     checkpoint: Path
 
 
-def _tokenizer_dict(tokenizer: Tokenizer, run_dir: Path) -> dict[str, Any]:
-    """The tokenizer's settings; a SentencePiece model file is copied into the run folder."""
-    d = tokenizer.to_dict()
-    if "model_path" in d:
-        src = Path(d["model_path"])
-        dest = run_dir / src.name
-        if src.resolve() != dest.resolve():
-            shutil.copyfile(src, dest)
-        d["model_path"] = dest.name
-    return d
-
-
 def write_run(run_dir: str | Path, run: Run, vocabs: Vocabs) -> None:
     """Write config.yaml and run.json (atomically) into `run_dir`."""
     run_dir = Path(run_dir)
@@ -71,8 +57,8 @@ def write_run(run_dir: str | Path, run: Run, vocabs: Vocabs) -> None:
         "attnkit_version": __version__,
         "torch_version": torch.__version__,
         "joint": vocabs.joint,
-        "src_tokenizer": _tokenizer_dict(vocabs.src_tokenizer, run_dir),
-        "tgt_tokenizer": _tokenizer_dict(vocabs.tgt_tokenizer, run_dir),
+        "src_tokenizer": save_tokenizer(vocabs.src_tokenizer, run_dir),
+        "tgt_tokenizer": save_tokenizer(vocabs.tgt_tokenizer, run_dir),
         "src_vocab": vocabs.src_vocab.to_json(),
         "tgt_vocab": vocabs.tgt_vocab.to_json(),
     }

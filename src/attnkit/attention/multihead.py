@@ -124,8 +124,9 @@ class MultiHeadAttention(nn.Module):
         """
         if query is keys and keys is values:
             q, k, v = self._project_qkv(query)  # (B, H, T, E) each
-            return self._attend_heads(q, KVCache(k, v), mask, need_weights)
-        return self.attend(query, self.project_kv(keys, values), mask, need_weights=need_weights)
+            return self._attend_heads(q, KVCache(k, v), mask, need_weights)  # (B, T, D), (B, H, T, S)
+        kv = self.project_kv(keys, values)  # k, v (B, H, S, E)
+        return self.attend(query, kv, mask, need_weights=need_weights)  # (B, T, D), (B, H, T, S)
 
     def project_kv(self, keys: Tensor, values: Tensor) -> KVCache:
         """Project keys and values and split them into heads.
@@ -161,7 +162,7 @@ class MultiHeadAttention(nn.Module):
             context ``(B, T, D)`` and weights ``(B, H, T, S)`` (or ``None``).
         """
         q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, T, E)
-        return self._attend_heads(q, kv, mask, need_weights)
+        return self._attend_heads(q, kv, mask, need_weights)  # (B, T, D), (B, H, T, S)
 
     def _project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention projections as one matmul over the stacked W^Q, W^K, W^V."""
@@ -175,5 +176,6 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Eq. 1 per head, then Concat and W^O."""
         p = self.dropout if self.training else 0.0
-        context, weights = scaled_dot_product_attention(q, kv.k, kv.v, _head_mask(mask), p, need_weights)  # (B, H, T, E)
+        mask = _head_mask(mask)  # (B, 1, T|1, S) or as given
+        context, weights = scaled_dot_product_attention(q, kv.k, kv.v, mask, p, need_weights)  # (B, H, T, E)
         return self.out_proj(merge_heads(context)), weights  # (B, T, D), (B, H, T, S)

@@ -53,7 +53,9 @@ def scaled_dot_product_attention(
     """
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if not need_weights:
-        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
+        context = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
+        )  # (B, H, T, Ev)
         return context, None
     scores = torch.matmul(q * scale, k.transpose(-2, -1))  # (B, H, T, S)
     weights = masked_softmax(scores, mask)  # (B, H, T, S)

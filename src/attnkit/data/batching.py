@@ -6,9 +6,12 @@ budget allows, rather than a fixed number of sentences.
 
 Gradient accumulation belongs to the training loop: one optimizer step consumes ``accum``
 consecutive batches of `TokenBatcher.epoch`, so a step sees up to
-``accum * world_size * max_tokens`` padded target tokens. Sum the loss over target tokens and
-divide by the step's total ``n_tgt_tokens`` (all-reduced across ranks), not by each batch's mean.
-Every rank gets the same number of batches, so ranks reach each step (and ``no_sync``) together.
+``accum * world_size * max_tokens`` padded target tokens (the paper's ~25,000 source and
+~25,000 target tokens per step is e.g. 8 ranks x 1 x 3,125, or 1 rank x 8 x 3,125). Sum the loss
+over target tokens and divide by the step's total ``n_tgt_tokens`` (all-reduced across ranks),
+not by each batch's mean. Every rank gets the same number of batches per epoch, so ranks reach
+each step (and each ``no_sync`` boundary) together; step on a last partial group of fewer than
+``accum`` batches too. The batch count may differ by a few from epoch to epoch.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ class Batch:
     def to(self, device: torch.device | str) -> Batch:
         """Return a copy with every tensor on ``device``."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return replace(self, **{k: v.to(device) for k, v in values.items() if isinstance(v, torch.Tensor)})
+        tensors = {k: v.to(device) for k, v in values.items() if isinstance(v, torch.Tensor)}
+        return replace(self, **tensors)
 
 
 def encode_pairs(
@@ -145,11 +149,12 @@ class TokenBatcher:
         world_size: int = 1,
     ) -> None:
         if len(src_lengths) != len(tgt_lengths):
-            raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
+            raise ValueError(f"{len(src_lengths)} source but {len(tgt_lengths)} target lengths")
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is outside world_size {world_size}")
         if len(src_lengths) < world_size or not src_lengths:
-            raise DataError(f"{len(src_lengths)} examples cannot give each of {world_size} ranks a batch")
+            n = len(src_lengths)
+            raise DataError(f"{n} examples cannot give each of {world_size} ranks a batch")
         self.src_lengths, self.tgt_lengths = list(src_lengths), list(tgt_lengths)
         self.max_tokens, self.shuffle, self.seed = max_tokens, shuffle, seed
         self.rank, self.world_size = rank, world_size
@@ -224,7 +229,7 @@ class TokenBatcher:
             batch = batches[largest]
             if len(batch) == 1:
                 extra = len(batches) % self.world_size
-                logger.warning("dropped %d single-example batches to give every rank as many", extra)
+                logger.warning("dropped %d one-example batches to give every rank as many", extra)
                 return batches[: len(batches) - extra]
             half = len(batch) // 2
             batches[largest : largest + 1] = [batch[:half], batch[half:]]
@@ -232,7 +237,11 @@ class TokenBatcher:
 
 
 def collate(
-    examples: Sequence[Example], indices: Sequence[int], pad_id: int = PAD, bos: int = BOS, eos: int = EOS
+    examples: Sequence[Example],
+    indices: Sequence[int],
+    pad_id: int = PAD,
+    bos: int = BOS,
+    eos: int = EOS,
 ) -> Batch:
     """Pad the chosen examples into a `Batch` (sources + EOS; targets shifted by BOS/EOS).
 

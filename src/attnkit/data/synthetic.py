@@ -32,7 +32,10 @@ def generate(
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, not {task!r}")
     if not 1 <= min_len <= max_len or vocab_size < 1:
-        raise ValueError(f"need 1 <= min_len <= max_len and vocab_size >= 1 (got {min_len}, {max_len}, {vocab_size})")
+        raise ValueError(
+            "need 1 <= min_len <= max_len and vocab_size >= 1, "
+            f"got min_len={min_len}, max_len={max_len}, vocab_size={vocab_size}"
+        )
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):

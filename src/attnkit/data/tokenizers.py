@@ -69,7 +69,7 @@ class WordTokenizer:
 
 
 class CharTokenizer:
-    """One piece per character, spaces shown as "▁" (text containing "▁" itself is not exact)."""
+    """One piece per character, spaces shown as "▁" (exact unless the text itself has "▁")."""
 
     kind = "char"
 
@@ -101,7 +101,9 @@ class SentencePieceTokenizer:
         self._processor = _load_processor(self.model_path)
         self.kind = _model_type(self._processor.serialized_model_proto())
         if self.kind not in ("bpe", "unigram"):
-            raise DataError(f"{self.model_path}: a {self.kind} SentencePiece model; expected bpe or unigram")
+            raise DataError(
+                f"{self.model_path}: a {self.kind} SentencePiece model; expected bpe or unigram"
+            )
 
     def tokenize(self, text: str) -> list[str]:
         """Encode text as SentencePiece pieces."""
@@ -171,33 +173,21 @@ def train_sentencepiece(
     lines = [line for path in files for line in read_lines(path) if line]
     if len(lines) > input_sentence_size:
         lines = random.Random(seed).sample(lines, input_sentence_size)
-    logger.info("training %s SentencePiece (%d pieces) on %d lines", model_type, vocab_size, len(lines))
-    spm.set_random_generator_seed(seed)
-    model = io.BytesIO()
+    logger.info(
+        "training %s SentencePiece (%d pieces) on %d lines", model_type, vocab_size, len(lines)
+    )
     try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(lines),
-            model_writer=model,
+        model = _train(
+            lines,
             model_type=model_type,
             vocab_size=vocab_size,
             character_coverage=character_coverage,
-            pad_id=PAD,
-            unk_id=UNK,
-            bos_id=BOS,
-            eos_id=EOS,
-            pad_piece=SPECIALS[PAD],
-            unk_piece=SPECIALS[UNK],
-            bos_piece=SPECIALS[BOS],
-            eos_piece=SPECIALS[EOS],
-            normalization_rule_name="identity",
-            remove_extra_whitespaces=False,
-            num_threads=_NUM_THREADS,
-            minloglevel=2,
+            seed=seed,
         )
     except RuntimeError as err:
         names = ", ".join(str(path) for path in files)
         raise DataError(f"SentencePiece training on {names} failed: {err}") from err
-    _write_atomic(model_path, model.getvalue())
+    _write_atomic(model_path, model)
     logger.info("saved SentencePiece model %s", model_path)
     return model_path
 
@@ -258,7 +248,9 @@ def load_tokenizer(d: dict[str, str], run_dir: str | Path) -> Tokenizer:
     if kind == "char":
         return CharTokenizer()
     if kind not in ("bpe", "unigram"):
-        raise CheckpointError(f"{run_dir}: unknown tokenizer kind {kind!r} (word, char, bpe or unigram)")
+        raise CheckpointError(
+            f"{run_dir}: unknown tokenizer kind {kind!r} (word, char, bpe or unigram)"
+        )
     path = Path(run_dir) / d.get("model", "")
     if not path.is_file():
         raise CheckpointError(f"{path}: no such file (the {kind} tokenizer model of run {run_dir})")
@@ -286,6 +278,38 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _train(
+    lines: list[str], *, model_type: str, vocab_size: int, character_coverage: float, seed: int
+) -> bytes:
+    """Run the SentencePiece trainer in memory; return the serialized model.
+
+    Settings: attnkit's special ids and surface forms, no normalization and no whitespace
+    collapsing (lossless), a fixed thread count (the result depends on it), and quiet logs.
+    """
+    spm.set_random_generator_seed(seed)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        model_type=model_type,
+        vocab_size=vocab_size,
+        character_coverage=character_coverage,
+        pad_id=PAD,
+        unk_id=UNK,
+        bos_id=BOS,
+        eos_id=EOS,
+        pad_piece=SPECIALS[PAD],
+        unk_piece=SPECIALS[UNK],
+        bos_piece=SPECIALS[BOS],
+        eos_piece=SPECIALS[EOS],
+        normalization_rule_name="identity",
+        remove_extra_whitespaces=False,
+        num_threads=_NUM_THREADS,
+        minloglevel=2,
+    )
+    return model.getvalue()
 
 
 def _content_sha256(path: Path) -> bytes:

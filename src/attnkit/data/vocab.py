@@ -56,7 +56,8 @@ class Vocabulary:
         counts = Counter(token for tokens in token_lists for token in tokens)
         for special in SPECIALS:
             counts.pop(special, None)
-        ranked = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
+        frequent = (token for token, count in counts.items() if count >= min_freq)
+        ranked = sorted(frequent, key=lambda token: (-counts[token], token))
         if max_size is not None:
             ranked = ranked[: max(max_size - len(SPECIALS), 0)]
         return cls(ranked)
@@ -70,8 +71,10 @@ class Vocabulary:
     def __repr__(self) -> str:
         return f"Vocabulary({len(self)} tokens)"
 
-    def encode(self, pieces: Iterable[str], add_bos: bool = False, add_eos: bool = False) -> list[int]:
-        """Map pieces to ids; unknown pieces (and text spelling ``<pad>``, ``<s>``, ``</s>``) -> UNK.
+    def encode(
+        self, pieces: Iterable[str], add_bos: bool = False, add_eos: bool = False
+    ) -> list[int]:
+        """Map pieces to ids; unknown pieces and text spelling ``<pad>``/``<s>``/``</s>`` -> UNK.
 
         Args:
             pieces: Tokens from a tokenizer.

@@ -98,7 +98,9 @@ def beam_search(
         done = (counts.to(search.max_len.device) >= beam) | (search.max_len[::beam] <= t)  # (N,)
         for n in done.nonzero().squeeze(1).tolist():
             sentence = int(search.sentence[n * beam])
-            results[sentence] = _nbest(finished[sentence], search, n, beam=beam, nbest=nbest, alpha=alpha, src_keep=src_keep[sentence])
+            results[sentence] = _nbest(
+                finished[sentence], search, n, beam=beam, nbest=nbest, alpha=alpha, src_keep=src_keep[sentence]
+            )
         live = (~done).nonzero().squeeze(1)  # (N',)
         if live.numel() == 0:
             break

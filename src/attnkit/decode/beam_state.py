@@ -155,7 +155,8 @@ def check_batch_first(state: Any, batch: int) -> None:
 
     def check(x: Tensor) -> Tensor:
         if x.dim() == 0 or x.size(0) != batch:
-            raise ValueError(f"decoder state tensor of shape {tuple(x.shape)} does not have the batch ({batch}) on dim 0")
+            shape = tuple(x.shape)
+            raise ValueError(f"decoder state tensor of shape {shape} does not have the batch ({batch}) on dim 0")
         return x
 
     map_state(state, check)

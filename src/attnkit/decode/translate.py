@@ -61,9 +61,9 @@ def translate(
 ) -> list[list[Translation]]:
     """Translate `lines`; returns the n-best list of each line, in input order."""
     src_pieces = [vocabs.src_tokenizer.tokenize(line) for line in lines]
-    examples = [(vocabs.src_vocab.encode(p, add_eos=True), []) for p in src_pieces]
+    examples = [(vocabs.src_vocab.encode(p), []) for p in src_pieces]  # collate appends EOS
     results: list[list[Translation]] = [[] for _ in lines]
-    for index in _batches([len(e[0]) for e in examples], settings.batch_size):
+    for index in _batches([len(src) for src, _ in examples], settings.batch_size):
         batch = collate(examples, index).to(device)
         if settings.beam == 1:
             nbests = [[h] for h in greedy(model, batch.src, batch.src_keep, max_len_a=settings.max_len_a,

@@ -48,7 +48,8 @@ def accuracy(pred: Tensor | Sequence[int], gold: Tensor | Sequence[int], *, keep
     """
     pred_t, gold_t = torch.as_tensor(pred), torch.as_tensor(gold)
     if pred_t.shape != gold_t.shape:
-        raise ValueError(f"accuracy needs pred and gold of one shape, got {tuple(pred_t.shape)} and {tuple(gold_t.shape)}")
+        shapes = f"{tuple(pred_t.shape)} and {tuple(gold_t.shape)}"
+        raise ValueError(f"accuracy needs pred and gold of one shape, got {shapes}")
     correct = pred_t == gold_t
     if keep is not None:
         correct = correct[keep]

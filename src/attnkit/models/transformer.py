@@ -180,7 +180,7 @@ class Transformer(nn.Module):
         if learned_positions:
             self.positions = LearnedPositionalEmbedding(max_positions, d_model)
         else:
-            self.positions = SinusoidalPositionalEncoding(d_model, max_len=max_positions)
+            self.positions = SinusoidalPositionalEncoding(d_model)
         self.embed_dropout = nn.Dropout(dropout)
         layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, pre_norm)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(encoder_layers))

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnkit.config.schema import Run
-from attnkit.data.batching import Batch, TokenBatcher, collate
+from attnkit.data.batching import Batch, TokenBatcher, collate, sequence_lengths
 from attnkit.data.prepare import prepare_translation
 from attnkit.decode.translate import SearchSettings, translate
 from attnkit.errors import CheckpointError, TrainingError
@@ -30,7 +30,7 @@ from attnkit.evaluate.bleu import score_translations
 from attnkit.evaluate.metrics import attention_entropy, perplexity
 from attnkit.runs import Vocabs, build_for, read_run, write_run
 from attnkit.train.checkpoint import find_checkpoint, load_trainer, load_weights, prune, save_checkpoint
-from attnkit.train.corpus import corpus_splits, split_pairs
+from attnkit.train.corpus import corpus_splits
 from attnkit.train.losses import label_smoothed_nll
 from attnkit.train.precision import autocast, grad_scaler, pick_device
 from attnkit.train.schedules import make_schedule
@@ -59,8 +59,8 @@ def load_data(run: Run, run_dir: Path, data_dir: str | None) -> TrainData:
         check_policy=d.check.model_dump(by_alias=True), max_ratio=d.max_ratio,
     )  # fmt: skip
     vocabs = Vocabs(prepared.src_tokenizer, prepared.tgt_tokenizer, prepared.src_vocab, prepared.tgt_vocab)
-    valid_pairs = split_pairs(splits["valid"])
-    return TrainData(vocabs, prepared.train, prepared.valid, [s for s, _ in valid_pairs], [t for _, t in valid_pairs])
+    pairs = prepared.valid_pairs
+    return TrainData(vocabs, prepared.train, prepared.valid, [s for s, _ in pairs], [t for _, t in pairs])
 
 
 def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -122,7 +122,7 @@ def validate(model: nn.Module, data: TrainData, run: Run, device: torch.device) 
     """Validation loss, perplexity, attention entropy and (optionally) BLEU and exact match."""
     model.eval()
     t = run.train
-    batcher = TokenBatcher([len(s) for s, _ in data.valid], [len(y) + 1 for _, y in data.valid], max_tokens=t.max_tokens, shuffle=False, seed=0)
+    batcher = TokenBatcher(*sequence_lengths(data.valid), max_tokens=t.max_tokens, shuffle=False, seed=0)
     loss_sum = nll_sum = n_tokens = 0.0
     for index in batcher.epoch(0):
         batch = collate(data.valid, index).to(device)
@@ -242,7 +242,7 @@ def train(
     model = build_for(run, data.vocabs).to(device)
     trainer = Trainer(run, model, device)
     state = _resume(run_dir, trainer) if resume else TrainState()
-    batcher = TokenBatcher([len(s) for s, _ in data.train], [len(y) + 1 for _, y in data.train], max_tokens=t.max_tokens, shuffle=True, seed=t.seed)
+    batcher = TokenBatcher(*sequence_lengths(data.train), max_tokens=t.max_tokens, shuffle=True, seed=t.seed)
     model.train()
     emit = on_event or (lambda kind, state, info: None)
     last_eval = state.step

@@ -37,7 +37,8 @@ def label_smoothed_nll(
         gives the perplexity (`attnkit.evaluate.metrics.perplexity`). Both keep their graph.
     """
     if log_probs.dim() != 2 or target.shape != log_probs.shape[:1]:
-        raise ValueError(f"expected log_probs (N, V) and target (N,), got {tuple(log_probs.shape)} and {tuple(target.shape)}")
+        shapes = f"{tuple(log_probs.shape)} and {tuple(target.shape)}"
+        raise ValueError(f"label_smoothed_nll expects log_probs (N, V) and target (N,), got {shapes}")
     keep = target != ignore_index  # (N,)
     gold = target.masked_fill(~keep, 0)  # (N,) a valid index where ignored
     nll = -log_probs.gather(1, gold.unsqueeze(1)).squeeze(1)  # (N,)

@@ -1,0 +1,75 @@
+"""End to end through the CLI: train toy-reverse, translate, evaluate, average, resume."""
+
+import json
+import time
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnkit.cli import main
+from attnkit.train.checkpoint import checkpoint_dirs
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("toy") / "run"
+    started = time.perf_counter()
+    assert main(["train", "toy-reverse", "--out", str(out)]) == 0
+    return out, time.perf_counter() - started
+
+
+def test_learns_exact_reversal_under_a_minute(toy_run, tmp_path, capsys):
+    out, seconds = toy_run
+    assert seconds < 60
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    valid = [r for r in records if r["kind"] == "valid"]
+    assert valid[-1]["exact"] == 1.0
+    assert any(k.startswith("entropy/cross") for k in valid[-1])
+    src = tmp_path / "src.txt"
+    src.write_text("t3 t1 t4 t1 t5 t9\nt2 t6 t5 t3 t5 t8 t9 t7\n")
+    capsys.readouterr()
+    assert main(["translate", str(out), "--input", str(src), "--attention", str(tmp_path / "a.jsonl")]) == 0
+    assert capsys.readouterr().out == "t9 t5 t1 t4 t1 t3\nt7 t9 t8 t5 t3 t5 t6 t2\n"
+    record = json.loads((tmp_path / "a.jsonl").read_text().splitlines()[0])
+    assert record["src"][:6] == ["t3", "t1", "t4", "t1", "t5", "t9"] and len(record["attention"]) == len(record["tgt"])
+    # Reversal: output token i attends most to source token n-1-i (the anti-diagonal).
+    argmax = [row.index(max(row)) for row in record["attention"][:6]]
+    assert argmax == [5, 4, 3, 2, 1, 0]
+
+
+def test_evaluate_prints_bleu_json(toy_run, tmp_path, capsys):
+    out, _ = toy_run
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("t1 t2 t3 t4\nt7 t7 t8\n")
+    ref.write_text("t4 t3 t2 t1\nt8 t7 t7\n")
+    capsys.readouterr()
+    assert main(["evaluate", str(out), "--src", str(src), "--ref", str(ref), "--beam", "2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["bleu"] == 100.0 and report["chrf"] == 100.0 and report["decode"]["beam"] == 2
+    assert "nrefs:1" in report["bleu_signature"]
+
+
+def test_average_last_checkpoints(toy_run, tmp_path, capsys):
+    out, _ = toy_run
+    dirs = checkpoint_dirs(out)
+    assert len(dirs) >= 2
+    assert main(["average", str(out), "--last", "2", "--out", str(tmp_path / "avg")]) == 0
+    mean = load_file(str(tmp_path / "avg" / "checkpoints" / dirs[-1].name / "model.safetensors"))
+    a, b = (load_file(str(d / "model.safetensors")) for d in dirs[-2:])
+    for name in mean:
+        torch.testing.assert_close(mean[name], (a[name] + b[name]) / 2)
+    src = tmp_path / "src.txt"
+    src.write_text("t1 t2 t3 t4 t5\n")
+    capsys.readouterr()
+    assert main(["translate", str(tmp_path / "avg"), "--input", str(src), "--beam", "1"]) == 0
+    out_tokens = capsys.readouterr().out.split()
+    assert 1 <= len(out_tokens) <= 10 and all(t in {f"t{i}" for i in range(10)} for t in out_tokens)
+
+
+def test_errors_are_one_line(tmp_path, capsys):
+    assert main(["translate", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"attnkit: error: {tmp_path / 'missing'}: no such run folder"
+    assert main(["train", "toy-reverse", "--out", str(tmp_path / "r"), "--set", "model.n_heads=3"]) == 2
+    assert "d_model (64) must be divisible by n_heads (3)" in capsys.readouterr().err

@@ -1,0 +1,60 @@
+"""The training loop: exact resume, NaN handling, refusing to overwrite a run."""
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from attnkit.config import validate
+from attnkit.errors import CheckpointError, TrainingError
+from attnkit.train.loop import train
+
+
+def tiny(**train_overrides):
+    tree = {
+        "data": {"corpus": "synthetic", "tokenizer": "word",
+                 "synthetic": {"task": "copy", "vocab_size": 8, "max_len": 6, "train_size": 300, "valid_size": 20}},
+        "model": {"kind": "transformer", "layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.2},
+        "train": {"max_tokens": 128, "max_steps": 6, "eval_every": 3, "eval_bleu": False, "log_every": 1,
+                  "schedule": {"kind": "inverse_sqrt", "lr": 0.01, "warmup": 2}, **train_overrides},
+    }  # fmt: skip
+    return validate(tree, "test")
+
+
+def weights(run_dir, step):
+    return load_file(str(run_dir / "checkpoints" / f"step_{step:08d}" / "model.safetensors"))
+
+
+def test_resume_equals_uninterrupted(tmp_path):
+    train(tiny(), tmp_path / "full")
+    train(tiny(max_steps=3), tmp_path / "split")
+    state = train(tiny(), tmp_path / "split", resume=True)
+    assert state.step == 6
+    a, b = weights(tmp_path / "full", 6), weights(tmp_path / "split", 6)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+def test_accumulation_counts_updates_not_batches(tmp_path):
+    state = train(tiny(accum=2, max_steps=2, eval_every=2), tmp_path / "run")
+    assert state.step == 2 and state.batch_in_epoch == 4
+
+
+def test_refuses_to_overwrite_a_trained_run(tmp_path):
+    train(tiny(max_steps=3), tmp_path / "run")
+    with pytest.raises(CheckpointError, match="already holds checkpoints; pass --resume"):
+        train(tiny(), tmp_path / "run")
+
+
+def test_nan_loss_steps_are_skipped_then_stop(tmp_path, monkeypatch):
+    import attnkit.train.loop as loop
+
+    real = loop.batch_loss
+
+    def poisoned(model, batch, epsilon):
+        loss, nll = real(model, batch, epsilon)
+        return loss * float("nan"), nll
+
+    monkeypatch.setattr(loop, "batch_loss", poisoned)
+    with pytest.raises(TrainingError, match=r"loss was NaN/inf for 3 steps in a row \(step 1\)"):
+        train(tiny(max_bad_steps=3), tmp_path / "run")

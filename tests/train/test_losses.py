@@ -1,0 +1,67 @@
+"""label_smoothed_nll against hand-computed cross-entropies with q'(k) = (1-eps)·δ(k,y) + eps/V."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnkit.train.losses import label_smoothed_nll
+
+# V = 4, eps = 0.1, so eps/V = 0.025 and the gold class gets 0.9 + 0.025 = 0.925.
+PROBS = torch.tensor(
+    [
+        [0.1, 0.2, 0.3, 0.4],  # gold 2
+        [0.5, 0.25, 0.125, 0.125],  # gold 3
+        [0.7, 0.1, 0.1, 0.1],  # gold 0 = padding, ignored
+    ]
+)
+TARGET = torch.tensor([2, 3, 0])
+# Row 1: -(.025 ln .1 + .025 ln .2 + .925 ln .3 + .025 ln .4) = 1.2343827
+LOSS_1 = -(0.025 * math.log(0.1) + 0.025 * math.log(0.2) + 0.925 * math.log(0.3) + 0.025 * math.log(0.4))
+# Row 2: all probabilities are powers of 1/2: .025 (1 + 2 + 3) ln 2 + .925 · 3 ln 2 = 2.925 ln 2 = 2.0274555
+LOSS_2 = 2.925 * math.log(2)
+NLL = -math.log(0.3) + math.log(8)  # -ln p(gold) of rows 1 and 2
+
+
+def test_hand_computed_smoothing_and_ignore_index() -> None:
+    assert LOSS_1 == pytest.approx(1.2343827, abs=1e-7)
+    assert LOSS_2 == pytest.approx(2.0274555, abs=1e-7)
+    loss, nll = label_smoothed_nll(PROBS.log(), TARGET, epsilon=0.1, ignore_index=0)
+    assert loss.item() == pytest.approx(LOSS_1 + LOSS_2, rel=1e-6)
+    assert nll.item() == pytest.approx(NLL, rel=1e-6)
+
+
+def test_ignored_rows_change_nothing_even_if_extreme() -> None:
+    log_probs = PROBS.log().clone()
+    log_probs[2] = torch.tensor([0.0, -1e30, -1e30, -1e30])  # a padding row with absurd values
+    loss, nll = label_smoothed_nll(log_probs, TARGET, epsilon=0.1)
+    assert loss.item() == pytest.approx(LOSS_1 + LOSS_2, rel=1e-6)
+    assert nll.item() == pytest.approx(NLL, rel=1e-6)
+
+
+def test_epsilon_zero_is_nll_loss_sum() -> None:
+    torch.manual_seed(0)
+    log_probs = torch.randn(10, 7).log_softmax(-1)
+    target = torch.tensor([0, 1, 2, 3, 4, 5, 6, 0, 3, 1])
+    loss, nll = label_smoothed_nll(log_probs, target, epsilon=0.0, ignore_index=0)
+    expected = F.nll_loss(log_probs, target, ignore_index=0, reduction="sum")
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(nll, expected)
+
+
+def test_other_ignore_index_and_gradient_of_padding() -> None:
+    log_probs = PROBS.log().requires_grad_()
+    loss, _ = label_smoothed_nll(log_probs, torch.tensor([2, 3, -100]), epsilon=0.1, ignore_index=-100)
+    assert loss.item() == pytest.approx(LOSS_1 + LOSS_2, rel=1e-6)
+    loss.backward()
+    assert log_probs.grad[2].abs().sum().item() == 0.0  # padding gets no gradient
+    # d loss / d log p(k) = -q'(k) on a counted row.
+    torch.testing.assert_close(log_probs.grad[0], torch.tensor([-0.025, -0.025, -0.925, -0.025]))
+
+
+def test_all_ignored_gives_zero() -> None:
+    loss, nll = label_smoothed_nll(PROBS.log(), torch.zeros(3, dtype=torch.long))
+    assert (loss.item(), nll.item()) == (0.0, 0.0)
