@@ -33,7 +33,7 @@ def batch(B=3, S=7, T=6, seed=1):
 def test_ffn_is_equation_2():
     # FFN(x) = max(0, x W1 + b1) W2 + b2 (Vaswani et al. eq. 2), computed by hand from the weights.
     torch.manual_seed(0)
-    ffn = FeedForward(8, 16, dropout=0.0)
+    ffn = FeedForward(8, 16)
     x = torch.randn(2, 3, 8)
     expected = torch.clamp(x @ ffn.w_1.weight.T + ffn.w_1.bias, min=0) @ ffn.w_2.weight.T + ffn.w_2.bias
     torch.testing.assert_close(ffn(x), expected)

@@ -1,4 +1,4 @@
-"""label_smoothed_nll against hand-computed cross-entropies with q'(k) = (1-eps)·δ(k,y) + eps/V."""
+"""label_smoothed_nll (given logits or log-probs) against hand-computed cross-entropies with q'(k) = (1-eps)·δ(k,y) + eps/V."""
 
 from __future__ import annotations
 
@@ -58,10 +58,38 @@ def test_other_ignore_index_and_gradient_of_padding() -> None:
     assert loss.item() == pytest.approx(LOSS_1 + LOSS_2, rel=1e-6)
     loss.backward()
     assert log_probs.grad[2].abs().sum().item() == 0.0  # padding gets no gradient
-    # d loss / d log p(k) = -q'(k) on a counted row.
-    torch.testing.assert_close(log_probs.grad[0], torch.tensor([-0.025, -0.025, -0.925, -0.025]))
+    # The input is taken as logits: d loss / d z(k) = p(k) - q'(k) on a counted row,
+    # p = (.1, .2, .3, .4) and q' = (.025, .025, .925, .025).
+    torch.testing.assert_close(log_probs.grad[0], torch.tensor([0.075, 0.175, -0.625, 0.375]))
 
 
 def test_all_ignored_gives_zero() -> None:
     loss, nll = label_smoothed_nll(PROBS.log(), torch.zeros(3, dtype=torch.long))
     assert (loss.item(), nll.item()) == (0.0, 0.0)
+
+
+def test_fused_gradient_equals_autograd_reference() -> None:
+    # The reference: autograd through log_softmax and the explicit q' sum (module docstring).
+    torch.manual_seed(0)
+    logits = torch.randn(6, 9, dtype=torch.float64, requires_grad=True)
+    target = torch.tensor([1, 0, 4, 8, 0, 2])
+    log_p = logits.log_softmax(-1)
+    keep = target != 0
+    q = torch.full_like(log_p, 0.1 / 9).scatter_add(1, target[:, None], torch.full((6, 1), 0.9, dtype=torch.float64))
+    expected = -(q * log_p).sum(-1)[keep].sum()
+    expected.backward()
+    reference = logits.grad.clone()
+    logits.grad = None
+    loss, nll = label_smoothed_nll(logits, target, epsilon=0.1)
+    (3.0 * loss).backward()
+    torch.testing.assert_close(loss.double(), expected, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(logits.grad, 3.0 * reference, rtol=1e-6, atol=1e-6)
+    assert not nll.requires_grad
+
+
+def test_bf16_logits_are_computed_in_float32() -> None:
+    logits = PROBS.log().bfloat16().requires_grad_()
+    loss, _ = label_smoothed_nll(logits, TARGET, epsilon=0.1)
+    assert loss.dtype == torch.float32
+    loss.backward()
+    assert logits.grad.dtype == torch.bfloat16

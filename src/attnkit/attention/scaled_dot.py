@@ -53,6 +53,14 @@ def scaled_dot_product_attention(
     """
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if not need_weights:
+        if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+            # PyTorch's CPU flash-attention backward is ~4x slower in bf16 than in fp32 (measured
+            # with torch 2.13 on Zen 4, benchmarks/train_tps.py), so bf16 runs attend in fp32 there.
+            with torch.autocast("cpu", enabled=False):
+                context = F.scaled_dot_product_attention(
+                    q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p, scale=scale
+                )  # (B, H, T, Ev)
+            return context.to(q.dtype), None
         context = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
         )  # (B, H, T, Ev)

@@ -29,16 +29,18 @@ from attnkit.attention.positional import LearnedPositionalEmbedding, SinusoidalP
 
 
 class FeedForward(nn.Module):
-    """Position-wise FFN (eq. 2): `max(0, x W1 + b1) W2 + b2`."""
+    """Position-wise FFN (eq. 2): `max(0, x W1 + b1) W2 + b2`.
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+    As in the paper, dropout applies to the sub-layer's output (in `Residual`), not inside the FFN.
+    """
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(self.dropout(F.relu(self.w_1(x))))  # (B, T, D)
+        return self.w_2(F.relu(self.w_1(x)))  # (B, T, D)
 
 
 class Residual(nn.Module):
@@ -64,7 +66,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.ffn = FeedForward(d_model, d_ff)
         self.res_attn = Residual(d_model, dropout, pre_norm)
         self.res_ffn = Residual(d_model, dropout, pre_norm)
 
@@ -90,7 +92,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.ffn = FeedForward(d_model, d_ff)
         self.res_self = Residual(d_model, dropout, pre_norm)
         self.res_cross = Residual(d_model, dropout, pre_norm)
         self.res_ffn = Residual(d_model, dropout, pre_norm)
@@ -103,7 +105,7 @@ class DecoderLayer(nn.Module):
         self_keep: Tensor | None,
         cross_keep: Tensor,
         need_weights: bool = False,
-    ) -> tuple[Tensor, KVCache, LayerAttention]:
+    ) -> tuple[Tensor, KVCache | None, LayerAttention]:
         """Run the layer on T new positions.
 
         Args:
@@ -114,13 +116,16 @@ class DecoderLayer(nn.Module):
             cross_keep: source keep-mask (B, 1, 1, S).
 
         Returns:
-            x (B, T, D), the self-attention cache extended by T positions, and the weights.
+            x (B, T, D), the self-attention cache extended by T positions (None for a full pass),
+            and the weights.
         """
         h = self.res_self.inner(x)  # (B, T, D)
-        kv = self.self_attn.project_kv(h, h)  # (B, H, T, E) each
-        if self_kv is not None:
-            kv = self_kv.append(kv)  # (B, H, T0 + T, E)
-        a, self_w = self.self_attn.attend(h, kv, self_keep, need_weights=need_weights)  # (B, T, D)
+        if self_kv is None:  # full teacher-forced pass: one fused Q/K/V projection
+            kv = None
+            a, self_w = self.self_attn(h, h, h, self_keep, need_weights=need_weights)  # (B, T, D)
+        else:
+            kv = self_kv.append(self.self_attn.project_kv(h, h))  # (B, H, T0 + T, E)
+            a, self_w = self.self_attn.attend(h, kv, self_keep, need_weights=need_weights)  # (B, T, D)
         x = self.res_self.outer(x, a)  # (B, T, D)
         h = self.res_cross.inner(x)  # (B, T, D)
         a, cross_w = self.cross_attn.attend(h, cross_kv, cross_keep, need_weights=need_weights)  # (B, T, D)

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from attnkit.config.schema import Run
@@ -66,8 +65,7 @@ def load_data(run: Run, run_dir: Path, data_dir: str | None) -> TrainData:
 def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Summed label-smoothed loss and NLL of a teacher-forced batch."""
     logits = model(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, V)
-    log_probs = F.log_softmax(logits.float(), dim=-1)  # (B, T, V)
-    return label_smoothed_nll(log_probs.flatten(0, 1), batch.tgt_out.flatten(), epsilon=epsilon, ignore_index=PAD)
+    return label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(), epsilon=epsilon, ignore_index=PAD)
 
 
 class Trainer:
