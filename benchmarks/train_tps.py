@@ -19,6 +19,7 @@ from attnkit.config import load_config
 from attnkit.data.batching import TokenBatcher, collate, sequence_lengths
 from attnkit.runs import build_for
 from attnkit.train.loop import Trainer, load_data
+from attnkit.train.precision import pick_device
 from attnkit.train.state import TrainState
 
 PRESET = Path(__file__).resolve().parents[1] / "src/attnkit/presets/m30k-small.yaml"
@@ -37,7 +38,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     run = load_config(PRESET, [f"train.precision={args.precision}", f"train.device={args.device}", *args.set])
     data = load_data(run, Path("runs/bench"), args.data)
-    device = torch.device(args.device)
+    device = pick_device(args.device)
     model = build_for(run, data.vocabs).to(device)
     trainer = Trainer(run, model, device)
     batches = TokenBatcher(*sequence_lengths(data.train), max_tokens=run.train.max_tokens, shuffle=True, seed=1).epoch(0)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-MULTI30K = Path(os.environ.get("ATTNKIT_MULTI30K", "/work/shared/data/multi30k"))
+# The shared data folder beside the checkout (CI lays a copy of shared/ there too).
+MULTI30K = Path(os.environ.get("ATTNKIT_MULTI30K", Path(__file__).resolve().parents[3] / "shared/data/multi30k"))
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ from attnkit.runs import Vocabs, build_for, read_run, write_run
 from attnkit.train.checkpoint import find_checkpoint, load_trainer, load_weights, prune, save_checkpoint
 from attnkit.train.corpus import corpus_splits
 from attnkit.train.losses import label_smoothed_nll
+from attnkit.train.metrics_log import MetricsLog
 from attnkit.train.precision import autocast, grad_scaler, pick_device
 from attnkit.train.schedules import make_schedule
 from attnkit.train.state import TrainState
@@ -189,7 +190,10 @@ def _is_better(run: Run, metrics: dict[str, float], best: float | None) -> bool:
 
 
 def _evaluate_and_save(run: Run, run_dir: Path, trainer: Trainer, data: TrainData, state: TrainState) -> dict[str, float]:
+    """Validate (its time counts as training wall clock), track the best, checkpoint, prune."""
+    started = time.perf_counter()
     metrics = validate(trainer.model, data, run, trainer.device)
+    state.elapsed += time.perf_counter() - started
     name = f"step_{state.step:08d}"
     if _is_better(run, metrics, state.best):
         state.best = metrics["bleu"] if run.train.early_stopping == "bleu" and "bleu" in metrics else -metrics["loss"]
@@ -203,11 +207,6 @@ def _evaluate_and_save(run: Run, run_dir: Path, trainer: Trainer, data: TrainDat
     (run_dir / "best.json").write_text(json.dumps({"checkpoint": state.best_checkpoint, "best": state.best}))
     prune(run_dir, run.train.keep_last, keep={state.best_checkpoint or ""})
     return metrics
-
-
-def _append_metrics(run_dir: Path, record: dict) -> None:
-    with open(run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps(record) + "\n")
 
 
 def _done(run: Run, state: TrainState) -> bool:
@@ -243,7 +242,16 @@ def train(
     batcher = TokenBatcher(*sequence_lengths(data.train), max_tokens=t.max_tokens, shuffle=True, seed=t.seed)
     model.train()
     emit = on_event or (lambda kind, state, info: None)
+    metrics_log = MetricsLog(run_dir)
     last_eval = state.step
+
+    def evaluate() -> None:
+        nonlocal last_eval
+        metrics = _evaluate_and_save(run, run_dir, trainer, data, state)
+        last_eval = state.step
+        metrics_log.write({"kind": "valid", "step": state.step, "elapsed": state.elapsed, **metrics})
+        emit("valid", state, metrics)
+
     while not _done(run, state):
         epoch = batcher.epoch(state.epoch)
         while state.batch_in_epoch < len(epoch) and not _done(run, state):
@@ -257,18 +265,12 @@ def train(
             info = {"loss": loss, "lr": trainer.optimizer.param_groups[0]["lr"], "tokens": sum(b.n_tgt_tokens for b in batches), "seconds": seconds}
             emit("step", state, info)
             if state.step % t.log_every == 0 and loss is not None:
-                _append_metrics(run_dir, {"kind": "train", "step": state.step, "epoch": state.epoch, "elapsed": state.elapsed, **info})
+                metrics_log.write({"kind": "train", "step": state.step, "epoch": state.epoch, "elapsed": state.elapsed, **info})
             if state.step % t.eval_every == 0 and state.step != last_eval:
-                started = time.perf_counter()
-                metrics = _evaluate_and_save(run, run_dir, trainer, data, state)
-                state.elapsed += time.perf_counter() - started
-                last_eval = state.step
-                _append_metrics(run_dir, {"kind": "valid", "step": state.step, "elapsed": state.elapsed, **metrics})
-                emit("valid", state, metrics)
+                evaluate()
         if state.batch_in_epoch >= len(epoch):
             state.epoch, state.batch_in_epoch = state.epoch + 1, 0
     if state.step != last_eval:
-        metrics = _evaluate_and_save(run, run_dir, trainer, data, state)
-        _append_metrics(run_dir, {"kind": "valid", "step": state.step, "elapsed": state.elapsed, **metrics})
-        emit("valid", state, metrics)
+        evaluate()
+    metrics_log.close()
     return state

@@ -12,9 +12,14 @@ from attnkit.errors import ConfigError
 def pick_device(name: str) -> torch.device:
     """`auto` is CUDA when present, else CPU; asking for CUDA without one is an error."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("train.device: cuda requested but no CUDA device is available")
+    if name == "cuda":
+        # cuDNN attention builds a new plan for every new (B, T, S) shape, and token batches have
+        # many: 19 ms per call on an H200 under bf16 (torch 2.11), 15x slower training than the
+        # flash/memory-efficient kernels that SDPA then picks.
+        torch.backends.cuda.enable_cudnn_sdp(False)
     return torch.device(name)
 
 

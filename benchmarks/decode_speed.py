@@ -1,0 +1,56 @@
+"""Decoding speed on Multi30k test_2016_flickr (1,000 sentences, batches of 64): sentences/s and BLEU.
+
+    .venv/bin/python benchmarks/decode_speed.py RUN_DIR [--data DIR] [--repeats 3] [--beams 1 5]
+
+Model loading is excluded; each setting prints one JSON line with the median of the repeats.
+Run it alone on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from attnkit.data.text import read_parallel
+from attnkit.decode.translate import SearchSettings, translate
+from attnkit.evaluate.bleu import score_translations
+from attnkit.runs import load_run
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("run")
+    p.add_argument("--data", default="../shared/data/multi30k")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--beams", type=int, nargs="+", default=[1, 5])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--checkpoint", default="best")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    pairs = read_parallel(Path(args.data) / "test_2016_flickr.en.gz", Path(args.data) / "test_2016_flickr.de.gz")
+    src, ref = [s for s, _ in pairs], [r for _, r in pairs]
+    loaded = load_run(args.run, args.checkpoint)
+    for beam in args.beams:
+        settings = SearchSettings(beam=beam, alpha=loaded.run.decode.alpha, batch_size=64)
+        times = []
+        for _ in range(args.repeats):
+            started = time.perf_counter()
+            out = translate(loaded.model, loaded.vocabs, src, settings)
+            times.append(time.perf_counter() - started)
+        seconds = statistics.median(times)
+        bleu = score_translations([o[0].text for o in out], ref)
+        print(json.dumps({
+            "benchmark": "decode_speed", "run": args.run, "checkpoint": str(loaded.checkpoint), "beam": beam,
+            "alpha": settings.alpha, "sentences": len(src), "seconds": round(seconds, 2),
+            "sentences_per_s": round(len(src) / seconds, 1), "bleu": round(bleu["bleu"], 2),
+            "chrf": round(bleu["chrf"], 2), "times": [round(t, 2) for t in times], "threads": args.threads,
+        }))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
