@@ -30,11 +30,12 @@ def main() -> None:
     p.add_argument("--beams", type=int, nargs="+", default=[1, 5])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--checkpoint", default="best")
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     pairs = read_parallel(Path(args.data) / "test_2016_flickr.en.gz", Path(args.data) / "test_2016_flickr.de.gz")
     src, ref = [s for s, _ in pairs], [r for _, r in pairs]
-    loaded = load_run(args.run, args.checkpoint)
+    loaded = load_run(args.run, args.checkpoint, dtype={"fp32": None, "bf16": torch.bfloat16}[args.dtype])
     for beam in args.beams:
         settings = SearchSettings(beam=beam, alpha=loaded.run.decode.alpha, batch_size=64)
         times = []
@@ -48,7 +49,7 @@ def main() -> None:
             "benchmark": "decode_speed", "run": args.run, "checkpoint": str(loaded.checkpoint), "beam": beam,
             "alpha": settings.alpha, "sentences": len(src), "seconds": round(seconds, 2),
             "sentences_per_s": round(len(src) / seconds, 1), "bleu": round(bleu["bleu"], 2),
-            "chrf": round(bleu["chrf"], 2), "times": [round(t, 2) for t in times], "threads": args.threads,
+            "chrf": round(bleu["chrf"], 2), "dtype": args.dtype, "times": [round(t, 2) for t in times], "threads": args.threads,
         }))  # fmt: skip
 
 

@@ -95,10 +95,15 @@ def build_for(run: Run, vocabs: Vocabs) -> nn.Module:
     )
 
 
-def load_run(run_dir: str | Path, which: str = "best", device: str | torch.device = "cpu") -> LoadedRun:
-    """Build the run's model and load a checkpoint (`best`, `last` or a step number), in eval mode."""
+def load_run(
+    run_dir: str | Path, which: str = "best", device: str | torch.device = "cpu", dtype: torch.dtype | None = None
+) -> LoadedRun:
+    """Build the run's model and load a checkpoint (`best`, `last` or a step number), in eval mode.
+
+    `dtype=torch.bfloat16` casts the weights for faster decoding (output log-probs stay float32).
+    """
     run, vocabs = read_run(run_dir)
     checkpoint = find_checkpoint(run_dir, which)
     model = build_for(run, vocabs)
     load_weights(model, checkpoint)
-    return LoadedRun(run, model.to(device).eval(), vocabs, checkpoint)
+    return LoadedRun(run, model.to(device=device, dtype=dtype).eval(), vocabs, checkpoint)

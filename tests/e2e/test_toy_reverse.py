@@ -74,3 +74,14 @@ def test_errors_are_one_line(tmp_path, capsys):
     assert err.strip() == f"attnkit: error: {tmp_path / 'missing'}: no such run folder"
     assert main(["train", "toy-reverse", "--out", str(tmp_path / "r"), "--set", "model.n_heads=5"]) == 2
     assert "d_model (96) must be divisible by n_heads (5)" in capsys.readouterr().err
+
+
+def test_bf16_decoding_matches_fp32(toy_run, tmp_path, capsys):
+    out, _ = toy_run
+    src = tmp_path / "src.txt"
+    src.write_text("t1 t2 t3 t4\nt7 t7 t8 t0 t5\n")
+    capsys.readouterr()
+    assert main(["translate", str(out), "--input", str(src)]) == 0
+    fp32 = capsys.readouterr().out
+    assert main(["translate", str(out), "--input", str(src), "--dtype", "bf16"]) == 0
+    assert capsys.readouterr().out == fp32

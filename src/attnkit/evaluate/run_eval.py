@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from attnkit.data.text import read_parallel
 from attnkit.decode.translate import SearchSettings, translate
 from attnkit.evaluate.bleu import score_translations
@@ -19,10 +21,11 @@ def evaluate_run(
     alpha: float | None = None,
     checkpoint: str = "best",
     batch_size: int = 64,
+    dtype: torch.dtype | None = None,
 ) -> dict:
     """BLEU (sacreBLEU, cased, detokenized), lowercased BLEU and chrF, with the settings used."""
     pairs = read_parallel(src, ref)
-    loaded = load_run(run_dir, checkpoint)
+    loaded = load_run(run_dir, checkpoint, dtype=dtype)
     d = loaded.run.decode
     settings = SearchSettings(beam=beam or d.beam, alpha=d.alpha if alpha is None else alpha, max_len_a=d.max_len_a,
                               max_len_b=d.max_len_b, batch_size=batch_size)  # fmt: skip
@@ -32,6 +35,6 @@ def evaluate_run(
         checkpoint=str(loaded.checkpoint),
         sentences=len(pairs),
         unfinished=sum(not nbest[0].finished for nbest in results),
-        decode={"beam": settings.beam, "alpha": settings.alpha, "max_len_a": settings.max_len_a, "max_len_b": settings.max_len_b},
+        decode={"dtype": str(dtype or torch.float32).removeprefix("torch."), "beam": settings.beam, "alpha": settings.alpha, "max_len_a": settings.max_len_a, "max_len_b": settings.max_len_b},
     )
     return report
