@@ -76,10 +76,14 @@ class Trainer:
         t = run.train
         self.run, self.model, self.device = run, model, device
         self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay)
-        d_model = getattr(run.model, "d_model", 512)
         s = t.schedule
-        kwargs = {"noam": dict(d_model=d_model, warmup=s.warmup, scale=s.lr), "inverse_sqrt": dict(peak_lr=s.lr, warmup=s.warmup), "constant": dict(lr=s.lr)}
-        self.schedule = make_schedule(s.kind, **kwargs[s.kind])
+        match s.kind:
+            case "noam":
+                self.schedule = make_schedule("noam", d_model=run.model.d_model, warmup=s.warmup, scale=s.lr)
+            case "inverse_sqrt":
+                self.schedule = make_schedule("inverse_sqrt", peak_lr=s.lr, warmup=s.warmup)
+            case "constant":
+                self.schedule = make_schedule("constant", lr=s.lr)
         self.scaler = grad_scaler(device, t.precision)
 
     def update(self, batches: list[Batch], state: TrainState) -> float | None:
