@@ -93,3 +93,51 @@ def test_bf16_logits_are_computed_in_float32() -> None:
     assert loss.dtype == torch.float32
     loss.backward()
     assert logits.grad.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("n_rows", [5, 700])  # one block, and several blocks with a short last one
+def test_projected_equals_loss_on_materialised_logits(n_rows: int) -> None:
+    # logits = x W^T computed block by block must give the loss and both gradients of autograd
+    # through the plain formula (float64 reference).
+    torch.manual_seed(0)
+    x = torch.randn(n_rows, 16, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(11, 16, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(0, 11, (n_rows,))
+    log_p = (x @ weight.T).log_softmax(-1)
+    keep = target != 0
+    q = torch.full_like(log_p, 0.1 / 11).scatter_add(1, target[:, None], torch.full((n_rows, 1), 0.9, dtype=torch.float64))
+    expected = -(q * log_p).sum(-1)[keep].sum()
+    expected.backward()
+    ref_x, ref_w = x.grad.clone(), weight.grad.clone()
+    x.grad = weight.grad = None
+    loss, nll = label_smoothed_nll(x, target, weight=weight, epsilon=0.1)
+    (2.0 * loss).backward()
+    torch.testing.assert_close(loss.double(), expected, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(nll.double(), F.nll_loss(log_p, target, ignore_index=0, reduction="sum"), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(x.grad, 2.0 * ref_x, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(weight.grad, 2.0 * ref_w, rtol=1e-5, atol=1e-6)
+
+
+def test_projected_under_bf16_autocast_matches_float32_closely() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(300, 32, requires_grad=True)
+    weight = torch.randn(50, 32, requires_grad=True)
+    target = torch.randint(1, 50, (300,))
+    reference, _ = label_smoothed_nll(x, target, weight=weight, epsilon=0.1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, _ = label_smoothed_nll(x, target, weight=weight, epsilon=0.1)
+    loss.backward()
+    assert loss.dtype == torch.float32 and x.grad.dtype == weight.grad.dtype == torch.float32
+    assert abs(loss.item() - reference.item()) / reference.item() < 0.02
+
+
+def test_no_gradient_work_without_autograd() -> None:
+    x, weight = torch.randn(4, 3, requires_grad=True), torch.randn(5, 3, requires_grad=True)
+    with torch.no_grad():
+        loss, _ = label_smoothed_nll(x, torch.tensor([1, 2, 3, 4]), weight=weight)
+    assert not loss.requires_grad
+
+
+def test_mismatched_shapes_are_refused() -> None:
+    with pytest.raises(ValueError, match="weight \\(5, 4\\)"):
+        label_smoothed_nll(torch.randn(4, 3), torch.tensor([1, 2, 3, 4]), weight=torch.randn(5, 4))

@@ -210,11 +210,14 @@ class Transformer(nn.Module):
         x = embedding(tokens) * math.sqrt(self.d_model)  # (B, T, D)
         return self.embed_dropout(self.positions(x, start=start))  # (B, T, D)
 
+    @property
+    def output_weight(self) -> Tensor:
+        """The output projection (V, D): the target embedding when tied."""
+        return self.tgt_embed.weight if self.output is None else self.output.weight
+
     def logits(self, x: Tensor) -> Tensor:
         """Decoder output (..., D) -> vocabulary logits (..., V)."""
-        if self.output is None:
-            return F.linear(x, self.tgt_embed.weight)  # (..., V)
-        return self.output(x)  # (..., V)
+        return F.linear(x, self.output_weight)  # (..., V)
 
     def encode(self, src: Tensor, src_keep: Tensor, need_weights: bool = False) -> Tensor:
         """src (B, S), src_keep (B, S) -> memory (B, S, D)."""
@@ -235,7 +238,7 @@ class Transformer(nn.Module):
     def decode(
         self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False
     ) -> tuple[Tensor, list[LayerAttention]]:
-        """Teacher-forced decoder pass: tgt_in (B, T) -> (logits (B, T, V), per-layer weights)."""
+        """Teacher-forced decoder pass: tgt_in (B, T) -> (features (B, T, D), per-layer weights)."""
         T = tgt_in.size(1)
         self_keep = causal_mask(T, device=tgt_in.device)  # (T, T)
         cross_keep = src_keep[:, None, None, :]  # (B, 1, 1, S)
@@ -244,12 +247,16 @@ class Transformer(nn.Module):
         for layer, kv in zip(self.decoder_layers, self._cross_kv(memory)):
             x, _, w = layer(x, None, kv, self_keep, cross_keep, need_weights)  # (B, T, D)
             maps.append(w)
-        return self.logits(self.decoder_norm(x)), maps  # (B, T, V)
+        return self.decoder_norm(x), maps  # (B, T, D)
+
+    def features(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing up to the output projection: -> decoder features (B, T, D)."""
+        memory = self.encode(src, src_keep)  # (B, S, D)
+        return self.decode(tgt_in, memory, src_keep)[0]  # (B, T, D)
 
     def forward(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher forcing: src (B, S), src_keep (B, S), tgt_in (B, T) -> logits (B, T, V)."""
-        memory = self.encode(src, src_keep)  # (B, S, D)
-        return self.decode(tgt_in, memory, src_keep)[0]  # (B, T, V)
+        return self.logits(self.features(src, src_keep, tgt_in))  # (B, T, V)
 
     def attentions(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> TransformerAttentions:
         """All attention maps of a teacher-forced pass (for plots): per layer (B, H, Tq, Tk)."""

@@ -64,9 +64,10 @@ def load_data(run: Run, run_dir: Path, data_dir: str | None) -> TrainData:
 
 
 def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed label-smoothed loss and NLL of a teacher-forced batch."""
-    logits = model(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, V)
-    return label_smoothed_nll(logits.flatten(0, 1), batch.tgt_out.flatten(), epsilon=epsilon, ignore_index=PAD)
+    """Summed label-smoothed loss and NLL of a teacher-forced batch (padding positions never projected)."""
+    features = model.features(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, D)
+    keep = batch.tgt_out != PAD  # (B, T)
+    return label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
 
 
 class Trainer:
