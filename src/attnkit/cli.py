@@ -51,6 +51,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     with TrainProgress(run.train) as progress:
         state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event)
     best = f", best {run.train.early_stopping} {abs(state.best):.2f}" if state.best is not None else ""
+    if state.interrupted:
+        sets = "".join(f" --set {s}" for s in args.set)
+        print(f"stopped by {state.interrupted} at step {state.step}; checkpoint saved in {args.out}. "
+              f"Resume with: attnkit train {args.config} --out {args.out}{sets} --resume")  # fmt: skip
+        return 0
     print(f"trained {state.step} steps in {state.elapsed / 60:.1f} min{best}; run folder: {args.out}")
     return 0
 
@@ -73,6 +78,9 @@ def cmd_translate(args: argparse.Namespace) -> int:
     from attnkit.runs import load_run
     from attnkit.viz.export import attention_record, write_attention_jsonl
 
+    for path in (args.output, args.attention):  # fail before decoding, not after
+        if path and Path(path).is_dir():
+            raise AttnkitError(f"{path}: is a directory, expected a file path")
     loaded = load_run(args.run, args.checkpoint, dtype=torch_dtype(args.dtype))
     d = loaded.run.decode
     settings = SearchSettings(beam=args.beam or d.beam, alpha=d.alpha if args.alpha is None else args.alpha,

@@ -16,9 +16,8 @@ class TrainProgress:
 
     def __init__(self, t: Train) -> None:
         self.by_time = t.max_steps is None and t.max_minutes is not None
-        total = round(60 * t.max_minutes) if self.by_time else t.max_steps
-        unit = "s" if self.by_time else "step"
-        self.bar = tqdm(total=total, unit=unit, dynamic_ncols=True, desc="train", leave=True)
+        self.total = round(60 * t.max_minutes) if self.by_time else t.max_steps
+        self.bar: tqdm | None = None  # shown from the first update: an error before it prints one line only
         self.tokens = 0
         self.seconds = 0.0
         self.valid = ""
@@ -27,9 +26,12 @@ class TrainProgress:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
 
     def event(self, kind: str, state: TrainState, info: dict) -> None:
+        if self.bar is None:
+            self.bar = tqdm(total=self.total, unit="s" if self.by_time else "step", dynamic_ncols=True, desc="train", leave=True)
         if kind == "valid":
             parts = [f"{k} {v:.2f}" for k, v in info.items() if k in ("loss", "ppl", "bleu")]
             self.valid = " ".join(parts)

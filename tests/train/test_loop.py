@@ -58,3 +58,33 @@ def test_nan_loss_steps_are_skipped_then_stop(tmp_path, monkeypatch):
     monkeypatch.setattr(loop, "batch_loss", poisoned)
     with pytest.raises(TrainingError, match=r"loss was NaN/inf for 3 steps in a row \(step 1\)"):
         train(tiny(max_bad_steps=3), tmp_path / "run")
+
+
+def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path):
+    # A real process: SIGTERM once training runs; it must exit 0 with a resume hint, leave a
+    # loadable checkpoint and no temporary files, and `--resume` must continue from that step.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "attnkit", "train", "toy-reverse", "--out", str(out), "--set", "train.max_steps=100000", "--set", "train.eval_every=100000"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out / "metrics.jsonl").exists():
+        time.sleep(0.2)
+    time.sleep(2.0)  # some updates
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert "stopped by SIGTERM at step" in stdout and "--resume" in stdout
+    assert "Traceback" not in stderr
+    [checkpoint] = (out / "checkpoints").iterdir()
+    step = int(checkpoint.name.removeprefix("step_"))
+    assert step > 0 and f"at step {step};" in stdout
+    assert not [p for p in out.rglob("*") if ".tmp" in p.name]
+    resumed = subprocess.run([*cmd[:-4], "--set", f"train.max_steps={step + 3}", "--set", "train.eval_every=100000", "--resume"],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"trained {step + 3} steps" in resumed.stdout

@@ -111,7 +111,57 @@ class Transformer(Strict):
         return self
 
 
-Model = Annotated[Union[Transformer], Field(discriminator="kind")]
+class TeacherForcing(Strict):
+    """The probability of feeding the gold previous token, per step and sentence, as training goes.
+
+    Bengio et al. (2015), "Scheduled Sampling", sec. 2.4, with i the update: constant: `ratio`;
+    linear: max(min_ratio, ratio - slope * i); exponential: ratio * k^i (k < 1); inverse_sigmoid:
+    ratio * k / (k + exp(i / k)) (k >= 1). Only RNN decoders support a ratio below 1.
+    """
+
+    ratio: float = Field(1.0, ge=0.0, le=1.0)
+    decay: Literal["constant", "linear", "exponential", "inverse_sigmoid"] = "constant"
+    slope: float = Field(1e-4, ge=0.0)
+    k: PositiveFloat = 1000.0
+    min_ratio: float = Field(0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _k(self) -> "TeacherForcing":
+        if self.decay == "exponential" and self.k >= 1:
+            raise ValueError(f"exponential decay needs k < 1 (ratio * k^i), got {self.k}")
+        if self.decay == "inverse_sigmoid" and self.k < 1:
+            raise ValueError(f"inverse_sigmoid decay needs k >= 1, got {self.k}")
+        return self
+
+
+class Rnn(Strict):
+    """RNN encoder-decoder (attnkit.models.rnn): `attention` none | context | bahdanau | luong."""
+
+    kind: Literal["rnn"]
+    attention: Literal["none", "context", "bahdanau", "luong"] = "bahdanau"
+    score: Literal["dot", "general", "concat"] = "general"
+    input_feed: bool = True
+    cell: Literal["lstm", "gru"] = "lstm"
+    embed_dim: PositiveInt = 256
+    hidden: PositiveInt = 512
+    layers: PositiveInt = 1
+    bidirectional: bool = True
+    attn_dim: Optional[PositiveInt] = None
+    dropout: float = Field(0.2, ge=0.0, lt=1.0)
+    share_embeddings: bool = True
+    tie_output: bool = False
+    teacher_forcing: TeacherForcing = TeacherForcing()
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "Rnn":
+        if self.tie_output and self.hidden != self.embed_dim:
+            raise ValueError(f"tie_output needs hidden == embed_dim, got {self.hidden} and {self.embed_dim}")
+        if self.bidirectional and self.hidden % 2:
+            raise ValueError(f"a bidirectional encoder splits hidden in two: it must be even, got {self.hidden}")
+        return self
+
+
+Model = Annotated[Union[Transformer, Rnn], Field(discriminator="kind")]
 
 
 class Schedule(Strict):

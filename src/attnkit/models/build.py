@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from torch import nn
 
-from attnkit.config.schema import Transformer as TransformerConfig
+from attnkit.config.schema import Model
+from attnkit.models.rnn import RNNSeq2Seq
 from attnkit.models.transformer import Transformer
 
 
-def build_model(cfg: TransformerConfig, *, src_vocab_size: int, tgt_vocab_size: int, joint_vocab: bool) -> nn.Module:
+def build_model(cfg: Model, *, src_vocab_size: int, tgt_vocab_size: int, joint_vocab: bool) -> nn.Module:
     """The model described by `cfg` for the given vocabulary sizes."""
     match cfg.kind:
         case "transformer":
@@ -25,6 +26,23 @@ def build_model(cfg: TransformerConfig, *, src_vocab_size: int, tgt_vocab_size: 
                 pre_norm=cfg.norm == "pre",
                 learned_positions=cfg.positions == "learned",
                 max_positions=cfg.max_positions,
+                share_embeddings=cfg.share_embeddings and joint_vocab,
+                tie_output=cfg.tie_output,
+            )
+        case "rnn":
+            return RNNSeq2Seq(
+                src_vocab_size=src_vocab_size,
+                tgt_vocab_size=tgt_vocab_size,
+                attention=cfg.attention,
+                score=cfg.score,
+                input_feed=cfg.input_feed,
+                cell=cfg.cell,
+                embed_dim=cfg.embed_dim,
+                hidden=cfg.hidden,
+                layers=cfg.layers,
+                bidirectional=cfg.bidirectional,
+                attn_dim=cfg.attn_dim,
+                dropout=cfg.dropout,
                 share_embeddings=cfg.share_embeddings and joint_vocab,
                 tie_output=cfg.tie_output,
             )

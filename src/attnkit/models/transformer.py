@@ -26,6 +26,7 @@ from attnkit.attention.cache import KVCache
 from attnkit.attention.masks import causal_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from attnkit.models.maps import AttentionMaps
 
 
 class FeedForward(nn.Module):
@@ -144,15 +145,6 @@ class TransformerState:
     position: int
 
 
-@dataclass
-class TransformerAttentions:
-    """Every attention map of one forward pass, per layer: (B, H, Tq, Tk) each."""
-
-    encoder: list[Tensor]
-    decoder_self: list[Tensor]
-    cross: list[Tensor]
-
-
 class Transformer(nn.Module):
     """Encoder-decoder Transformer; `forward` is teacher-forced, `step` decodes one token."""
 
@@ -258,11 +250,11 @@ class Transformer(nn.Module):
         """Teacher forcing: src (B, S), src_keep (B, S), tgt_in (B, T) -> logits (B, T, V)."""
         return self.logits(self.features(src, src_keep, tgt_in))  # (B, T, V)
 
-    def attentions(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> TransformerAttentions:
+    def attentions(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> AttentionMaps:
         """All attention maps of a teacher-forced pass (for plots): per layer (B, H, Tq, Tk)."""
         memory, enc = self._encode(src, src_keep, need_weights=True)  # (B, S, D)
         _, dec = self.decode(tgt_in, memory, src_keep, need_weights=True)
-        return TransformerAttentions(enc, [m.self_attn for m in dec], [m.cross_attn for m in dec])
+        return AttentionMaps(enc, [m.self_attn for m in dec], [m.cross_attn for m in dec])
 
     def init_state(self, memory: Tensor, src_keep: Tensor) -> TransformerState:
         """Start decoding: cross-attention K/V computed once, empty self-attention caches."""

@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import signal
+import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -33,7 +36,7 @@ from attnkit.train.corpus import corpus_splits
 from attnkit.train.losses import label_smoothed_nll
 from attnkit.train.metrics_log import MetricsLog
 from attnkit.train.precision import autocast, grad_scaler, pick_device
-from attnkit.train.schedules import make_schedule
+from attnkit.train.schedules import make_schedule, teacher_forcing_ratio
 from attnkit.train.state import TrainState
 
 log = logging.getLogger("attnkit")
@@ -63,9 +66,22 @@ def load_data(run: Run, run_dir: Path, data_dir: str | None) -> TrainData:
     return TrainData(vocabs, prepared.train, prepared.valid, [s for s, _ in pairs], [t for _, t in pairs])
 
 
-def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed label-smoothed loss and NLL of a teacher-forced batch (padding positions never projected)."""
-    features = model.features(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, D)
+def model_width(run: Run) -> int:
+    """d_model of the Noam schedule: the Transformer's d_model, an RNN's hidden size."""
+    match run.model.kind:
+        case "transformer":
+            return run.model.d_model
+        case "rnn":
+            return run.model.hidden
+    raise AssertionError(f"unhandled model kind {run.model.kind}")
+
+
+def batch_loss(model: nn.Module, batch: Batch, epsilon: float, **forcing: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed label-smoothed loss and NLL of a teacher-forced batch (padding positions never projected).
+
+    `forcing` is passed to `model.features` (an RNN decoder's `teacher_forcing` ratio).
+    """
+    features = model.features(batch.src, batch.src_keep, batch.tgt_in, **forcing)  # (B, T, D)
     keep = batch.tgt_out != PAD  # (B, T)
     return label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
 
@@ -80,22 +96,30 @@ class Trainer:
         s = t.schedule
         match s.kind:
             case "noam":
-                self.schedule = make_schedule("noam", d_model=run.model.d_model, warmup=s.warmup, scale=s.lr)
+                self.schedule = make_schedule("noam", d_model=model_width(run), warmup=s.warmup, scale=s.lr)
             case "inverse_sqrt":
                 self.schedule = make_schedule("inverse_sqrt", peak_lr=s.lr, warmup=s.warmup)
             case "constant":
                 self.schedule = make_schedule("constant", lr=s.lr)
         self.scaler = grad_scaler(device, t.precision)
+        self.forcing = None  # the teacher-forcing schedule, for RNN decoders only
+        if run.model.kind == "rnn":
+            self.forcing = partial(teacher_forcing_ratio, **run.model.teacher_forcing.model_dump())
+
+    def forcing_kwargs(self, step: int) -> dict[str, float]:
+        """Extra arguments of `model.features` at 1-based update `step`."""
+        return {} if self.forcing is None else {"teacher_forcing": self.forcing(step)}
 
     def update(self, batches: list[Batch], state: TrainState) -> float | None:
         """One optimizer update over `batches` (accumulated); returns the loss per token, or None if skipped."""
         t = self.run.train
         n_tokens = sum(b.n_tgt_tokens for b in batches)
         total = 0.0
+        forcing = self.forcing_kwargs(state.step + 1)
         for batch in batches:
             batch = batch.to(self.device)
             with autocast(self.device, t.precision):
-                loss, _ = batch_loss(self.model, batch, t.label_smoothing)
+                loss, _ = batch_loss(self.model, batch, t.label_smoothing, **forcing)
             self.scaler.scale(loss / n_tokens).backward()
             total += loss.item()
         if not math.isfinite(total):
@@ -207,11 +231,41 @@ def _evaluate_and_save(run: Run, run_dir: Path, trainer: Trainer, data: TrainDat
         state.evals_without_improvement += 1
     patience = run.train.patience
     state.stopped_early = patience is not None and state.evals_without_improvement >= patience
+    _save(run, run_dir, trainer, state, metrics)
+    return metrics
+
+
+def _save(run: Run, run_dir: Path, trainer: Trainer, state: TrainState, metrics: dict[str, float]) -> None:
+    """Checkpoint the current step (atomically), then keep the best and the last K."""
     save_checkpoint(run_dir, state.step, trainer.model, state={"train_state": state.to_dict(), "metrics": metrics},
                     optimizer=trainer.optimizer, rng=_rng_state(trainer.device))  # fmt: skip
     (run_dir / "best.json").write_text(json.dumps({"checkpoint": state.best_checkpoint, "best": state.best}))
     prune(run_dir, run.train.keep_last, keep={state.best_checkpoint or ""})
-    return metrics
+
+
+class _StopOnSignal:
+    """SIGINT/SIGTERM while training: finish the current update, checkpoint, return; a second one aborts."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> "_StopOnSignal":
+        if threading.current_thread() is threading.main_thread():  # handlers can only be set there
+            self.previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
+        self.received = signal.Signals(signum).name
+        log.warning("%s: stopping after this update and writing a checkpoint (send it again to abort)", self.received)
+
+    def __exit__(self, *exc: object) -> None:
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
 
 
 def _done(run: Run, state: TrainState) -> bool:
@@ -244,6 +298,7 @@ def train(
     model = build_for(run, data.vocabs).to(device)
     trainer = Trainer(run, model, device)
     state = _resume(run_dir, trainer) if resume else TrainState()
+    state.interrupted = None
     batcher = TokenBatcher(*sequence_lengths(data.train), max_tokens=t.max_tokens, shuffle=True, seed=t.seed)
     model.train()
     emit = on_event or (lambda kind, state, info: None)
@@ -252,14 +307,32 @@ def train(
 
     def evaluate() -> None:
         nonlocal last_eval
+        if state.step == last_eval:  # already validated and saved at this step
+            return
         metrics = _evaluate_and_save(run, run_dir, trainer, data, state)
         last_eval = state.step
         metrics_log.write({"kind": "valid", "step": state.step, "elapsed": state.elapsed, **metrics})
         emit("valid", state, metrics)
 
-    while not _done(run, state):
+    with _StopOnSignal() as stop:
+        _loop(run, state, trainer, data, batcher, stop, emit, metrics_log, evaluate)
+    if stop.received:  # checkpoint without validating, to exit quickly (a cluster's grace period)
+        state.interrupted = stop.received
+        if state.step != last_eval:
+            _save(run, run_dir, trainer, state, {})
+    else:
+        evaluate()
+    metrics_log.close()
+    return state
+
+
+def _loop(run: Run, state: TrainState, trainer: Trainer, data: TrainData, batcher: TokenBatcher, stop: _StopOnSignal,
+          emit: Callable, metrics_log: MetricsLog, evaluate: Callable[[], None]) -> None:  # fmt: skip
+    """Updates until the run is done or a signal asks to stop; validation every `eval_every`."""
+    t = run.train
+    while not _done(run, state) and not stop.received:
         epoch = batcher.epoch(state.epoch)
-        while state.batch_in_epoch < len(epoch) and not _done(run, state):
+        while state.batch_in_epoch < len(epoch) and not _done(run, state) and not stop.received:
             started = time.perf_counter()
             group = epoch[state.batch_in_epoch : state.batch_in_epoch + t.accum]
             batches = [collate(data.train, index) for index in group]
@@ -271,11 +344,7 @@ def train(
             emit("step", state, info)
             if state.step % t.log_every == 0 and loss is not None:
                 metrics_log.write({"kind": "train", "step": state.step, "epoch": state.epoch, "elapsed": state.elapsed, **info})
-            if state.step % t.eval_every == 0 and state.step != last_eval:
+            if state.step % t.eval_every == 0 and not stop.received:
                 evaluate()
         if state.batch_in_epoch >= len(epoch):
             state.epoch, state.batch_in_epoch = state.epoch + 1, 0
-    if state.step != last_eval:
-        evaluate()
-    metrics_log.close()
-    return state

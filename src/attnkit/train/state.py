@@ -19,6 +19,7 @@ class TrainState:
     bad_steps_in_row: int = 0  # consecutive steps with a NaN/inf loss (skipped)
     skipped_steps: int = 0
     stopped_early: bool = False
+    interrupted: str | None = None  # "SIGINT" / "SIGTERM" when a signal stopped the run (cleared on resume)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

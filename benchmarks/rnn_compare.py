@@ -1,0 +1,124 @@
+"""RNN decoders against each other and the Transformer: same data, same wall-clock budget.
+
+    .venv/bin/python benchmarks/rnn_compare.py train [--models none bahdanau ...] [--minutes 15]
+    .venv/bin/python benchmarks/rnn_compare.py report
+
+`train` trains each model on Multi30k En->De for the same minutes of wall clock (validation
+included) with `attnkit train`, one at a time, then translates test_2016_flickr with beam 4 and
+appends one JSON line per model to benchmarks/results/rnn_compare.jsonl: sacreBLEU, chrF, updates,
+and BLEU per source-length bucket. The runs need not be made at once (`--models` picks some);
+the last line of each model counts. `report` prints the Markdown table and writes the
+BLEU-against-source-length plot (Bahdanau et al. 2015, fig. 2) to
+benchmarks/results/rnn_compare_length.png. Run it alone on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks/results/rnn_compare.jsonl"
+RNN = "rnn-bahdanau-m30k"
+MODELS = {  # name -> (preset, overrides)
+    "none": (RNN, ["model.attention=none"]),
+    "context": (RNN, ["model.attention=context"]),
+    "bahdanau": (RNN, []),
+    "luong-dot": ("rnn-luong-m30k", ["model.score=dot"]),
+    "luong-general": ("rnn-luong-m30k", []),
+    "luong-concat": ("rnn-luong-m30k", ["model.score=concat"]),
+    "transformer": ("m30k-small", []),
+}
+BUCKETS = [(0, 10), (10, 15), (15, 20), (20, 25), (25, 1000)]  # source words
+
+
+def bucket_name(lo: int, hi: int) -> str:
+    return f"{lo}-{hi - 1}" if hi < 1000 else f"{lo}+"
+
+
+def train_one(name: str, minutes: float, data: Path, runs: Path, extra: list[str]) -> dict:
+    from attnkit.data.text import read_parallel
+    from attnkit.decode.translate import SearchSettings, translate
+    from attnkit.evaluate.bleu import score_translations
+    from attnkit.runs import load_run
+
+    preset, overrides = MODELS[name]
+    out = runs / f"compare-{name}"
+    sets = [f"train.max_minutes={minutes}", "train.max_steps=null", *overrides, *extra]
+    cmd = [sys.executable, "-m", "attnkit", "train", preset, "--out", str(out), "--data", str(data)]
+    subprocess.run(cmd + [a for s in sets for a in ("--set", s)], check=True)
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    valid = [r for r in records if r["kind"] == "valid"]
+    pairs = read_parallel(data / "test_2016_flickr.en.gz", data / "test_2016_flickr.de.gz")
+    loaded = load_run(out, "best")
+    settings = SearchSettings(beam=4, alpha=loaded.run.decode.alpha, batch_size=64)
+    hyps = [nbest[0].text for nbest in translate(loaded.model, loaded.vocabs, [s for s, _ in pairs], settings)]
+    scores = score_translations(hyps, [r for _, r in pairs])
+    by_length = {}
+    for lo, hi in BUCKETS:
+        idx = [i for i, (s, _) in enumerate(pairs) if lo <= len(s.split()) < hi]
+        if idx:
+            by_length[bucket_name(lo, hi)] = {"n": len(idx), "bleu": round(score_translations([hyps[i] for i in idx], [pairs[i][1] for i in idx])["bleu"], 2)}
+    return {
+        "benchmark": "rnn_compare", "model": name, "preset": preset, "overrides": overrides + extra, "minutes": minutes,
+        "updates": valid[-1]["step"] if valid else 0, "best_valid_bleu": max((r.get("bleu", 0.0) for r in valid), default=0.0),
+        "test_bleu_beam4": round(scores["bleu"], 2), "test_chrf": round(scores["chrf"], 2), "bleu_by_source_length": by_length,
+    }  # fmt: skip
+
+
+def report() -> None:
+    latest = {}
+    for line in RESULTS.read_text().splitlines():
+        record = json.loads(line)
+        latest[record["model"]] = record
+    print("| model | minutes | updates | test_2016 BLEU (beam 4) | chrF |\n|---|---|---|---|---|")
+    for name in MODELS:
+        if name in latest:
+            r = latest[name]
+            print(f"| {name} | {r['minutes']} | {r['updates']} | {r['test_bleu_beam4']} | {r['test_chrf']} |")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    names = [bucket_name(lo, hi) for lo, hi in BUCKETS]
+    for name, r in latest.items():
+        xs = [i for i, b in enumerate(names) if b in r["bleu_by_source_length"]]
+        ax.plot(xs, [r["bleu_by_source_length"][names[i]]["bleu"] for i in xs], marker="o", label=name)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_xlabel("source sentence length (words)")
+    ax.set_ylabel("test_2016 sacreBLEU (beam 4)")
+    ax.set_title(f"Multi30k En->De, {max(r['minutes'] for r in latest.values()):g} minutes of training each")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(RESULTS.with_name("rnn_compare_length.png"), dpi=120)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train")
+    t.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    t.add_argument("--minutes", type=float, default=15.0)
+    t.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/multi30k")
+    t.add_argument("--runs", type=Path, default=ROOT / "runs")
+    t.add_argument("--set", action="append", default=[], help="extra overrides for every model")
+    sub.add_parser("report")
+    args = p.parse_args()
+    if args.command == "report":
+        report()
+        return
+    for name in args.models:
+        record = train_one(name, args.minutes, args.data, args.runs, args.set)
+        print(json.dumps(record), flush=True)
+        with RESULTS.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+if __name__ == "__main__":
+    main()

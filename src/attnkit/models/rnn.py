@@ -1,0 +1,250 @@
+"""RNN encoder-decoders, the line of models that led to the Transformer.
+
+One encoder (embedding + LSTM/GRU, optionally bidirectional) and one decoder whose `attention`
+picks how the source reaches it:
+
+- `none` (Sutskever et al., 2014): only the encoder's final state, through the initial decoder state.
+- `context` (Cho et al., 2014): a fixed context vector c (the encoder's final state) fed to the
+  decoder RNN and to the output layer at every step.
+- `bahdanau` (Bahdanau et al., 2015): the previous decoder state s_{t-1} scores every annotation
+  h_i with the additive MLP (`AdditiveAttention`), a_t = softmax(e_t), c_t = sum_i a_{t,i} h_i, and
+  s_t = G(y_{t-1}, s_{t-1}, c_t); the output layer sees s_t, c_t and y_{t-1}.
+- `luong` (Luong et al., 2015): attention on the current decoder output h_t with a dot, general or
+  concat score (`LuongAttention`), the attentional state h~_t = tanh(W_c [c_t; h_t])
+  (`AttentionalLayer`) feeds the output layer and, with input feeding, the next step's input.
+
+All decoders share `step` (one token, used by greedy and beam search) and `features` (teacher
+forcing over a whole target, the trainer's entry point). With a teacher-forcing ratio below 1 each
+step's input is, per sentence, the gold previous token with that probability and otherwise the
+model's own greedy prediction (Bengio et al., 2015, scheduled sampling).
+
+Departures, for simplicity: the deep output layer of Bahdanau/Cho is tanh(W_o [s_t; c_t; E y_{t-1}])
+instead of a maxout; with a bidirectional encoder each direction has hidden/2 units, so the
+annotations have the decoder's width (as OpenNMT's `brnn`); the initial decoder state is a learned
+bridge tanh(W_b [h_fwd; h_bwd]) of the encoder's final states, per layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attnkit.attention.additive import AdditiveAttention
+from attnkit.attention.luong import AttentionalLayer, LuongAttention
+from attnkit.models.maps import AttentionMaps
+
+AttentionKind = Literal["none", "context", "bahdanau", "luong"]
+
+
+@dataclass
+class RNNState:
+    """Decoder state; every tensor has the batch on dim 0 (so beam search can reorder it)."""
+
+    hidden: Tensor  # (B, L, H) decoder RNN hidden state per layer
+    cell: Tensor | None  # (B, L, H) LSTM cell state; None for GRU
+    feed: Tensor | None  # (B, H) previous attentional state h~_{t-1} (Luong input feeding)
+    memory: Tensor  # (B, S, H) encoder annotations
+    keys: Tensor | None  # (B, S, A) the source part of the attention score, computed once
+    context: Tensor | None  # (B, H) Cho's fixed context vector
+    src_keep: Tensor  # (B, S) True on real source tokens
+
+
+class RNNEncoder(nn.Module):
+    """Embedding + (bi)LSTM/GRU over the packed source: annotations (B, S, H) and final states."""
+
+    def __init__(self, embedding: nn.Embedding, cell: str, hidden: int, layers: int, bidirectional: bool, dropout: float) -> None:
+        super().__init__()
+        rnn = nn.LSTM if cell == "lstm" else nn.GRU
+        self.embedding = embedding
+        self.dropout = nn.Dropout(dropout)
+        self.directions = 2 if bidirectional else 1
+        self.rnn = rnn(embedding.embedding_dim, hidden // self.directions, layers, batch_first=True,
+                       dropout=dropout if layers > 1 else 0.0, bidirectional=bidirectional)  # fmt: skip
+
+    def forward(self, src: Tensor, src_keep: Tensor) -> tuple[Tensor, list[Tensor]]:
+        """src (B, S), src_keep (B, S) -> annotations (B, S, H), final states [(B, L, H)] (h, and c for LSTM)."""
+        x = self.dropout(self.embedding(src))  # (B, S, E)
+        lengths = src_keep.sum(dim=1).cpu()  # (B,)
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, final = self.rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, S, H)
+        finals = list(final) if isinstance(final, tuple) else [final]  # each (L * dirs, B, H / dirs)
+        B = src.size(0)
+        # (L * dirs, B, H/dirs) -> (B, L, dirs * H/dirs): forward and backward side by side per layer.
+        return out, [f.view(-1, self.directions, B, f.size(-1)).permute(2, 0, 1, 3).reshape(B, -1, self.directions * f.size(-1)) for f in finals]
+
+
+class RNNSeq2Seq(nn.Module):
+    """Encoder-decoder with the decoder variant named by `attention` (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        attention: AttentionKind = "bahdanau",
+        score: Literal["dot", "general", "concat"] = "general",
+        input_feed: bool = True,
+        cell: Literal["lstm", "gru"] = "lstm",
+        embed_dim: int = 256,
+        hidden: int = 512,
+        layers: int = 1,
+        bidirectional: bool = True,
+        attn_dim: int | None = None,
+        dropout: float = 0.2,
+        share_embeddings: bool = True,
+        tie_output: bool = False,
+        pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError("share_embeddings needs one joint vocabulary (source and target sizes differ)")
+        if tie_output and hidden != embed_dim:
+            raise ValueError(f"tie_output needs hidden == embed_dim, got {hidden} and {embed_dim}")
+        if bidirectional and hidden % 2:
+            raise ValueError(f"a bidirectional encoder needs an even hidden size, got {hidden}")
+        self.attention, self.input_feed = attention, input_feed and attention == "luong"
+        self.src_embed = nn.Embedding(src_vocab_size, embed_dim, padding_idx=pad_id)
+        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, embed_dim, padding_idx=pad_id)
+        self.encoder = RNNEncoder(self.src_embed, cell, hidden, layers, bidirectional, dropout)
+        self.bridge = nn.ModuleList(nn.Linear(hidden, hidden) for _ in range(2 if cell == "lstm" else 1))
+        extra_input = {"none": 0, "context": hidden, "bahdanau": hidden, "luong": hidden if self.input_feed else 0}[attention]
+        rnn = nn.LSTM if cell == "lstm" else nn.GRU
+        self.rnn = rnn(embed_dim + extra_input, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
+        self.dropout = nn.Dropout(dropout)
+        match attention:
+            case "bahdanau":
+                self.attn = AdditiveAttention(hidden, hidden, attn_dim or hidden)
+            case "luong":
+                self.attn = LuongAttention(hidden, hidden, score, attn_dim)
+                self.attentional = AttentionalLayer(hidden, hidden, hidden)
+        if attention in ("context", "bahdanau"):
+            self.deep_output = nn.Linear(2 * hidden + embed_dim, hidden)  # W_o [s_t; c_t; E y_{t-1}]
+        self.output = None if tie_output else nn.Linear(hidden, tgt_vocab_size, bias=False)
+        for embed in {self.src_embed, self.tgt_embed}:
+            nn.init.uniform_(embed.weight, -0.1, 0.1)
+            nn.init.zeros_(embed.weight[pad_id])
+
+    @property
+    def output_weight(self) -> Tensor:
+        """The output projection (V, H): the target embedding when tied."""
+        return self.tgt_embed.weight if self.output is None else self.output.weight
+
+    @property
+    def parallel(self) -> bool:
+        """Whether teacher forcing can run the decoder RNN over all steps at once."""
+        return self.attention in ("none", "context") or (self.attention == "luong" and not self.input_feed)
+
+    def logits(self, x: Tensor) -> Tensor:
+        """Decoder features (..., H) -> vocabulary logits (..., V)."""
+        return F.linear(x, self.output_weight)  # (..., V)
+
+    def encode(self, src: Tensor, src_keep: Tensor) -> tuple[Tensor, list[Tensor]]:
+        """src (B, S), src_keep (B, S) -> (annotations (B, S, H), final states [(B, L, H)])."""
+        return self.encoder(src, src_keep)
+
+    def init_state(self, memory: tuple[Tensor, list[Tensor]], src_keep: Tensor) -> RNNState:
+        """The decoder's state before the first step: bridged encoder states, keys computed once."""
+        annotations, finals = memory
+        initial = [torch.tanh(bridge(f)) for bridge, f in zip(self.bridge, finals)]  # [(B, L, H)]
+        B, H = annotations.size(0), annotations.size(2)
+        return RNNState(
+            hidden=initial[0],
+            cell=initial[1] if len(initial) > 1 else None,
+            feed=annotations.new_zeros(B, H) if self.input_feed else None,
+            memory=annotations,
+            keys=self.attn.project_keys(annotations) if self.attention in ("bahdanau", "luong") else None,
+            context=finals[0][:, -1] if self.attention == "context" else None,  # (B, H) top layer
+            src_keep=src_keep,
+        )
+
+    def _embed(self, tokens: Tensor) -> Tensor:
+        return self.dropout(self.tgt_embed(tokens))  # (B, T, E)
+
+    def _attend(self, query: Tensor, state: RNNState) -> tuple[Tensor, Tensor]:
+        """query (B, T, H) -> context (B, T, H), weights (B, T, S)."""
+        return self.attn(query, state.memory, state.memory, state.src_keep[:, None, :], projected_keys=state.keys)
+
+    def _decode(self, emb: Tensor, state: RNNState) -> tuple[Tensor, RNNState, Tensor | None]:
+        """Run the decoder over emb (B, T, E): T = 1, or any T when `parallel` (gold inputs).
+
+        Returns features (B, T, H) before the output projection, the new state, and the attention
+        weights (B, T, S) (None without attention).
+        """
+        T = emb.size(1)
+        weights = None
+        match self.attention:
+            case "none":
+                x = emb
+            case "context":
+                x = torch.cat([emb, state.context[:, None].expand(-1, T, -1)], dim=-1)  # (B, T, E + H)
+            case "bahdanau":  # c_t from s_{t-1}, the top layer's previous state
+                context, weights = self._attend(state.hidden[:, -1:], state)  # (B, 1, H), (B, 1, S)
+                x = torch.cat([emb, context], dim=-1)  # (B, 1, E + H)
+            case "luong":
+                x = torch.cat([emb, state.feed[:, None]], dim=-1) if self.input_feed else emb
+        h0 = state.hidden.transpose(0, 1).contiguous()  # (L, B, H)
+        if state.cell is None:
+            out, h = self.rnn(x, h0)  # (B, T, H)
+            hidden, cell = h.transpose(0, 1), None  # (B, L, H)
+        else:
+            out, (h, c) = self.rnn(x, (h0, state.cell.transpose(0, 1).contiguous()))  # (B, T, H)
+            hidden, cell = h.transpose(0, 1), c.transpose(0, 1)  # (B, L, H)
+        feed = None
+        match self.attention:
+            case "none":
+                features = out
+            case "context":
+                features = torch.tanh(self.deep_output(torch.cat([out, state.context[:, None].expand(-1, T, -1), emb], dim=-1)))
+            case "bahdanau":
+                features = torch.tanh(self.deep_output(torch.cat([out, context, emb], dim=-1)))  # (B, 1, H)
+            case "luong":
+                context, weights = self._attend(out, state)  # (B, T, H), (B, T, S)
+                features = self.attentional(context, out)  # (B, T, H) h~_t
+                feed = features[:, -1] if self.input_feed else None
+        new_state = RNNState(hidden, cell, feed, state.memory, state.keys, state.context, state.src_keep)
+        return self.dropout(features), new_state, weights
+
+    def _teacher_forced(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor, teacher_forcing: float) -> tuple[Tensor, Tensor | None]:
+        """Features (B, T, H) and attention weights (B, T, S) or None over a whole target."""
+        state = self.init_state(self.encode(src, src_keep), src_keep)
+        if teacher_forcing >= 1.0 and self.parallel:
+            features, _, weights = self._decode(self._embed(tgt_in), state)
+            return features, weights
+        steps, maps = [], []
+        tokens = tgt_in[:, :1]  # (B, 1) BOS
+        for t in range(tgt_in.size(1)):
+            features, state, weights = self._decode(self._embed(tokens), state)  # (B, 1, H)
+            steps.append(features)
+            maps.append(weights)
+            if t + 1 < tgt_in.size(1):
+                tokens = tgt_in[:, t + 1 : t + 2]  # (B, 1) gold
+                if teacher_forcing < 1.0:
+                    own = self.logits(features.detach()).argmax(dim=-1)  # (B, 1) the model's prediction
+                    use_gold = torch.rand(tokens.shape, device=tokens.device) < teacher_forcing
+                    tokens = torch.where(use_gold, tokens, own)
+        return torch.cat(steps, dim=1), None if maps[0] is None else torch.cat(maps, dim=1)
+
+    def features(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
+        """Teacher forcing (with the given ratio) up to the output projection: -> (B, T, H)."""
+        return self._teacher_forced(src, src_keep, tgt_in, teacher_forcing)[0]
+
+    def forward(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: src (B, S), src_keep (B, S), tgt_in (B, T) -> logits (B, T, V)."""
+        return self.logits(self.features(src, src_keep, tgt_in))  # (B, T, V)
+
+    def attentions(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> AttentionMaps:
+        """The cross-attention of a teacher-forced pass, (B, 1, T, S) as one head; none without attention."""
+        _, weights = self._teacher_forced(src, src_keep, tgt_in, 1.0)
+        return AttentionMaps([], [], [] if weights is None else [weights[:, None]])
+
+    def step(self, prev_tokens: Tensor, state: RNNState) -> tuple[Tensor, RNNState, Tensor | None]:
+        """One decoding step: prev_tokens (B, 1) -> (log_probs (B, V), state, attention (B, S) or None)."""
+        features, state, weights = self._decode(self._embed(prev_tokens), state)  # (B, 1, H)
+        log_probs = F.log_softmax(self.logits(features[:, -1]).float(), dim=-1)  # (B, V)
+        return log_probs, state, None if weights is None else weights[:, -1]
