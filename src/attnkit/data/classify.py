@@ -1,0 +1,455 @@
+"""Labelled text for sentence classification and entailment: readers, label maps, SST and SNLI.
+
+- `read_labelled`: TSV/CSV (header row with column names) or JSONL (one object a line), plain or
+  ``.gz``, one record per line; a text column, a label column and, for pairs, a second text column.
+- `read_sst_trees` / `read_sst_tsv`: the Stanford Sentiment Treebank (Socher et al., 2013) as
+  PTB-style trees (sentences, or every labelled phrase) or as the flat ``__label__K<TAB>text`` file;
+  SST-5, or SST-2 (neutral dropped, 0-1 negative, 3-4 positive).
+- `read_snli` and `split_by_premise`: SNLI (Bowman et al., 2015) pairs, and a train/dev split in
+  which no premise is on both sides.
+- `normalize`, `build_vocab`, `encode_examples`, `pad_ids`: lowercase words and punctuation ->
+  `WordTokenizer` pieces -> `Vocabulary` ids -> padded ids with a keep-mask.
+
+Every error is a `DataError` that names the file and line.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import json
+import logging
+import random
+import re
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnkit.data.text import iter_byte_lines, read_lines
+from attnkit.data.tokenizers import Tokenizer, WordTokenizer
+from attnkit.data.vocab import PAD, Vocabulary
+from attnkit.errors import DataError
+
+logger = logging.getLogger("attnkit")
+
+SST5_LABELS = ("very_negative", "negative", "neutral", "positive", "very_positive")  # tree labels 0..4
+SST2_LABELS = ("negative", "positive")
+SNLI_LABELS = ("entailment", "neutral", "contradiction")  # the Hugging Face ids 0, 1, 2
+_PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
+_WORD = re.compile(r"\w+(?:['’-]\w+)*|['’]\w+|[^\w\s]")  # words (don't, co-writer, 's) or one symbol
+
+
+@dataclass(frozen=True)
+class LabelledText:
+    """One example: a text (the premise of a pair), its label, and the hypothesis of a pair."""
+
+    text: str
+    label: str
+    text2: str | None = None
+
+
+class LabelMap:
+    """Label names <-> class ids, stored with a model so evaluation uses the training ids.
+
+    Args:
+        labels: The label names in class-id order; no repeats.
+
+    Raises:
+        DataError: A label repeats.
+    """
+
+    def __init__(self, labels: Sequence[str]) -> None:
+        self.labels = tuple(labels)
+        self._ids = {label: i for i, label in enumerate(self.labels)}
+        if len(self._ids) != len(self.labels):
+            raise DataError(f"label map: a label appears twice in {list(self.labels)}")
+
+    @classmethod
+    def build(cls, labels: Iterable[str]) -> LabelMap:
+        """The distinct labels, sorted (the same data always gives the same ids)."""
+        return cls(sorted(set(labels)))
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __contains__(self, label: object) -> bool:
+        return label in self._ids
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LabelMap) and self.labels == other.labels
+
+    def __repr__(self) -> str:
+        return f"LabelMap({list(self.labels)})"
+
+    def index(self, label: str) -> int:
+        """The class id of a label (KeyError if unknown; the readers check labels first)."""
+        return self._ids[label]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return ``{"labels": [...]}`` for `from_json`."""
+        return {"labels": list(self.labels)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LabelMap:
+        """Rebuild a LabelMap saved with `to_json`.
+
+        Raises:
+            DataError: No list of string labels under ``"labels"``.
+        """
+        labels = data.get("labels") if isinstance(data, dict) else None
+        if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
+            raise DataError("label map JSON: expected a non-empty list of strings under 'labels'")
+        return cls(labels)
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` of a plain or ``.gz`` UTF-8 file, without line end or BOM.
+
+    Unlike `attnkit.data.text.read_lines` the text keeps its other whitespace, so the empty first
+    or last field of a tab-separated row survives.
+
+    Raises:
+        DataError: Unreadable file or invalid UTF-8 (with line and column).
+    """
+    for number, raw in enumerate(iter_byte_lines(path), start=1):
+        if number == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        try:
+            yield number, raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            raise DataError(
+                f"{path}, line {number}: invalid UTF-8 "
+                f"(byte 0x{err.object[err.start]:02x} at column {err.start + 1})"
+            ) from None
+
+
+def read_labelled(
+    path: str | Path,
+    *,
+    text_column: str,
+    label_column: str,
+    text2_column: str | None = None,
+    label_map: LabelMap | None = None,
+    skip_labels: Collection[str] = (),
+    rename_labels: Mapping[str, str] | None = None,
+) -> tuple[list[LabelledText], LabelMap]:
+    """Read labelled texts from TSV, CSV or JSONL (by suffix, before an optional ``.gz``).
+
+    TSV rows are split on tabs (no quoting); CSV rows use Python's ``csv`` quoting but may not
+    span lines. Blank lines are skipped; texts and labels are stripped of surrounding whitespace.
+
+    Args:
+        path: ``.tsv``, ``.csv`` or ``.jsonl`` file, optionally ``.gz``.
+        text_column: Column (or JSON field) of the text, the premise of a pair.
+        label_column: Column of the label (JSON numbers are turned into strings).
+        text2_column: Column of the second text (the hypothesis), for sentence pairs.
+        label_map: The labels a trained model knows; any other label is an error. ``None``: every
+            label is allowed and the returned map is built from the data.
+        skip_labels: Labels whose rows are skipped and counted (e.g. SNLI's ``-``).
+        rename_labels: Maps labels as read to names (e.g. ``{"0": "entailment"}``), before the
+            label check.
+
+    Returns:
+        ``(examples, label_map)``: the examples in file order, and ``label_map`` or the sorted
+        labels of the data.
+
+    Raises:
+        DataError: Unreadable file, invalid UTF-8 or JSON, a missing column, a row with another
+            number of fields than the header, an empty text, an unknown label, or no examples.
+    """
+    columns = [c for c in (text_column, text2_column, label_column) if c is not None]
+    suffix = Path(path).name.removesuffix(".gz").rsplit(".", 1)[-1].lower()
+    if suffix not in ("tsv", "csv", "jsonl"):
+        raise DataError(f"{path}: unknown format (expected .tsv, .csv or .jsonl, optionally .gz)")
+    rows = _jsonl_rows(path) if suffix == "jsonl" else _delimited_rows(path, suffix, columns)
+    examples, skipped = [], 0
+    for number, row in rows:
+        where = f"{path}, line {number}"
+        label = _field(row, label_column, where, "label")
+        if label in skip_labels:
+            skipped += 1
+            continue
+        label = rename_labels.get(label, label) if rename_labels else label
+        if label_map is not None and label not in label_map:
+            raise DataError(f"{where}: unknown label {label!r} (known: {', '.join(label_map.labels)})")
+        text2 = None if text2_column is None else _field(row, text2_column, where, "text")
+        examples.append(LabelledText(_field(row, text_column, where, "text"), label, text2))
+    if skipped:
+        logger.info("%s: skipped %d rows labelled %s", path, skipped, "/".join(sorted(skip_labels)))
+    if not examples:
+        raise DataError(f"{path}: no labelled examples")
+    return examples, label_map if label_map is not None else LabelMap.build(e.label for e in examples)
+
+
+def _delimited_rows(path: str | Path, kind: str, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line number, {column: value})`` of a TSV/CSV file after checking its header."""
+    lines = iter_lines(path)
+    split = (lambda line: line.split("\t")) if kind == "tsv" else (lambda line: next(csv.reader([line])))
+    first = next(lines, (1, ""))[1]
+    if not first.strip():
+        raise DataError(f"{path}, line 1: expected a header row with the column names")
+    header = [name.strip() for name in split(first)]
+    for column in columns:
+        if column not in header:
+            raise DataError(f"{path}, line 1: no column {column!r} (the header has {', '.join(header)})")
+    for number, line in lines:
+        if not line.strip():
+            continue
+        values = split(line)
+        if len(values) != len(header):
+            raise DataError(f"{path}, line {number}: {len(values)} fields, the header has {len(header)}")
+        yield number, dict(zip(header, values))
+
+
+def _jsonl_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` of a JSONL file."""
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}, line {number}: invalid JSON ({err.msg} at column {err.colno})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+        yield number, row
+
+
+def _field(row: Mapping[str, Any], column: str, where: str, what: str) -> str:
+    """The stripped, non-empty string value of ``column`` in a row."""
+    if column not in row:
+        raise DataError(f"{where}: no field {column!r} (the row has {', '.join(map(str, row))})")
+    value = row[column]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and what == "label":
+        value = str(value)
+    if not isinstance(value, str):
+        raise DataError(f"{where}: {column!r} must be a string, got {json.dumps(value)}")
+    if not value.strip():
+        raise DataError(f"{where}: empty {what} in column {column!r}")
+    return value.strip()
+
+
+def parse_sst_tree(tree: str, where: str = "SST tree") -> list[tuple[str, int]]:
+    """Every labelled node of one SST tree ``(3 (2 It) (4 ...))`` as ``(text, label 0-4)``.
+
+    Nodes come in pre-order, so the whole sentence is first. Words are joined by single spaces with
+    the PTB escapes undone (``-LRB-`` -> ``(``, ``\\/`` -> ``/``, ``\\*`` -> ``*``).
+
+    Args:
+        tree: One tree in bracket notation.
+        where: File and line for error messages.
+
+    Raises:
+        DataError: Unbalanced brackets, a missing or out-of-range label, a node without words, or
+            text outside the tree.
+    """
+    tokens = re.findall(r"\(|\)|[^\s()]+", tree)
+    nodes: list[tuple[str, int] | None] = []  # pre-order; filled in when the node closes
+    stack: list[tuple[int, int, list[str]]] = []  # open nodes: (index in nodes, label, words)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "(":
+            label = tokens[i + 1] if i + 1 < len(tokens) else ""
+            if label not in ("0", "1", "2", "3", "4"):
+                raise DataError(f"{where}: expected a label 0-4 after '(', got {label!r}")
+            stack.append((len(nodes), int(label), []))
+            nodes.append(None)
+            i += 1
+        elif token == ")":
+            if not stack:
+                raise DataError(f"{where}: unbalanced ')'")
+            index, label, words = stack.pop()
+            if not words:
+                raise DataError(f"{where}: a node without words")
+            nodes[index] = (" ".join(words), label)
+            if stack:
+                stack[-1][2].extend(words)
+            elif i != len(tokens) - 1:
+                raise DataError(f"{where}: text after the end of the tree")
+        elif not stack:
+            raise DataError(f"{where}: {token!r} outside the tree")
+        else:
+            stack[-1][2].append(_PTB_ESCAPES.get(token, token).replace("\\/", "/").replace("\\*", "*"))
+        i += 1
+    if stack or not nodes:
+        raise DataError(f"{where}: unbalanced '(' or no tree")
+    return nodes  # type: ignore[return-value]  # every node was filled in when it closed
+
+
+def read_sst_trees(
+    path: str | Path, *, phrases: bool = False, binary: bool = False
+) -> tuple[list[LabelledText], LabelMap]:
+    """Read an SST tree file (one tree a line) as sentences or as all labelled phrases.
+
+    Args:
+        path: ``trees_*.txt`` or ``.gz``.
+        phrases: Every labelled node (words included), each distinct text once (first label
+            wins); else the sentences (root nodes) only.
+        binary: SST-2: drop neutral (2), 0-1 -> negative, 3-4 -> positive; else SST-5.
+
+    Returns:
+        ``(examples, LabelMap(SST2_LABELS or SST5_LABELS))``.
+    """
+    examples, seen = [], set()
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line:
+            continue
+        nodes = parse_sst_tree(line, f"{path}, line {number}")
+        for text, label in nodes if phrases else nodes[:1]:
+            name = _sst_label(label, binary)
+            if name is None or (phrases and text in seen):
+                continue
+            seen.add(text)
+            examples.append(LabelledText(text, name))
+    return examples, LabelMap(SST2_LABELS if binary else SST5_LABELS)
+
+
+def read_sst_tsv(path: str | Path, *, binary: bool = False) -> tuple[list[LabelledText], LabelMap]:
+    """Read the flat SST file: ``__label__K<TAB>sentence`` with K = 1..5 = tree label + 1.
+
+    Args:
+        path: ``sst5_*.tsv`` or ``.gz`` (no header; split on the first tab, no quoting).
+        binary: SST-2 as in `read_sst_trees`.
+
+    Raises:
+        DataError: A line without tab, a label other than ``__label__1..5``, or an empty sentence.
+    """
+    examples = []
+    for number, line in enumerate(read_lines(path), start=1):
+        if not line:
+            continue
+        label, _, text = line.partition("\t")
+        if label not in {f"__label__{k}" for k in range(1, 6)}:
+            raise DataError(
+                f"{path}, line {number}: expected '__label__1' .. '__label__5' and a tab, got {label[:20]!r}"
+            )
+        if not text.strip():
+            raise DataError(f"{path}, line {number}: empty text")
+        name = _sst_label(int(label[-1]) - 1, binary)
+        if name is not None:
+            examples.append(LabelledText(text.strip(), name))
+    return examples, LabelMap(SST2_LABELS if binary else SST5_LABELS)
+
+
+def _sst_label(label: int, binary: bool) -> str | None:
+    """SST-5 name of a tree label 0-4, or its SST-2 name (None for neutral)."""
+    if not binary:
+        return SST5_LABELS[label]
+    return None if label == 2 else SST2_LABELS[label > 2]
+
+
+def read_snli(path: str | Path) -> list[LabelledText]:
+    """Read SNLI pairs (premise as ``text``, hypothesis as ``text2``) from a TSV file.
+
+    Two layouts are recognised by the header: the Hugging Face one (``premise``, ``hypothesis``,
+    ``label`` = 0 entailment, 1 neutral, 2 contradiction, -1 no gold label) and the original
+    distribution's (``sentence1``, ``sentence2``, ``gold_label`` by name, ``-`` no gold label).
+    Pairs without a gold label are skipped.
+
+    Raises:
+        DataError: As `read_labelled`, and for labels other than the three classes.
+    """
+    lines = iter_lines(path)
+    header = next(lines, (1, ""))[1].split("\t")
+    lines.close()
+    original = "gold_label" in header
+    examples, _ = read_labelled(
+        path,
+        text_column="sentence1" if original else "premise",
+        text2_column="sentence2" if original else "hypothesis",
+        label_column="gold_label" if original else "label",
+        label_map=LabelMap(SNLI_LABELS),
+        skip_labels={"-", "-1"},
+        rename_labels=None if original else {str(i): name for i, name in enumerate(SNLI_LABELS)},
+    )
+    return examples
+
+
+def split_by_premise(
+    examples: Sequence[LabelledText], dev_fraction: float = 0.1, seed: int = 0
+) -> tuple[list[LabelledText], list[LabelledText]]:
+    """Split pairs into train and dev by premise: all pairs of one premise land on one side.
+
+    The distinct premises are sorted, shuffled with ``seed`` and the first
+    ``round(dev_fraction * count)`` go to dev, so the split depends only on the data and the seed.
+
+    Returns:
+        ``(train, dev)``, each in the input order.
+    """
+    if not 0 < dev_fraction < 1:
+        raise ValueError(f"dev_fraction must be between 0 and 1, got {dev_fraction}")
+    premises = sorted({e.text for e in examples})
+    random.Random(seed).shuffle(premises)
+    dev_premises = set(premises[: round(dev_fraction * len(premises))])
+    return [e for e in examples if e.text not in dev_premises], [e for e in examples if e.text in dev_premises]
+
+
+def normalize(text: str) -> str:
+    """Lowercase and set words and punctuation apart by single spaces, for `WordTokenizer`.
+
+    ``"Don't stop." -> "don't stop ."``; PTB-tokenised text (SST) keeps its tokens (``'s``).
+    """
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def build_vocab(
+    examples: Iterable[LabelledText], tokenizer: Tokenizer | None = None, min_freq: int = 1, max_size: int | None = None
+) -> Vocabulary:
+    """`Vocabulary.build` over the normalized texts (both texts of a pair).
+
+    Args:
+        examples: Training examples.
+        tokenizer: Splits normalized text (default: `WordTokenizer`).
+        min_freq: Keep words seen at least this often.
+        max_size: Largest vocabulary, the specials included.
+    """
+    tokenizer = tokenizer or WordTokenizer()
+    texts = (t for e in examples for t in (e.text, e.text2) if t is not None)
+    return Vocabulary.build((tokenizer.tokenize(normalize(t)) for t in texts), min_freq, max_size)
+
+
+@dataclass
+class EncodedText:
+    """An example as ids: ``ids`` (and ``ids2`` for a pair) without specials, and the class id."""
+
+    ids: list[int]
+    label: int
+    ids2: list[int] | None = None
+
+
+def encode_examples(
+    examples: Iterable[LabelledText], vocab: Vocabulary, label_map: LabelMap, tokenizer: Tokenizer | None = None
+) -> list[EncodedText]:
+    """Normalize, tokenize and look up every text; drop (and log) examples with no token left.
+
+    Raises:
+        DataError: A label ``label_map`` does not know.
+    """
+    tokenizer = tokenizer or WordTokenizer()
+    encoded, dropped = [], 0
+    for number, e in enumerate(examples, start=1):
+        if e.label not in label_map:
+            raise DataError(f"example {number}: unknown label {e.label!r} (known: {', '.join(label_map.labels)})")
+        ids = vocab.encode(tokenizer.tokenize(normalize(e.text)))
+        ids2 = None if e.text2 is None else vocab.encode(tokenizer.tokenize(normalize(e.text2)))
+        if not ids or ids2 == []:
+            dropped += 1
+        else:
+            encoded.append(EncodedText(ids, label_map.index(e.label), ids2))
+    if dropped:
+        logger.warning("dropped %d examples with no token after normalization", dropped)
+    return encoded
+
+
+def pad_ids(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad id lists with PAD: ``(tokens (B, S), keep (B, S))``, S the longest length."""
+    lengths = torch.tensor([len(s) for s in sequences])  # (B,)
+    tokens = torch.full((len(sequences), int(lengths.max())), PAD)  # (B, S)
+    for row, ids in zip(tokens, sequences):
+        row[: len(ids)] = torch.tensor(ids, dtype=torch.long)
+    keep = torch.arange(tokens.size(1)).unsqueeze(0) < lengths.unsqueeze(1)  # (B, S)
+    return tokens, keep
