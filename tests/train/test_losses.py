@@ -131,13 +131,6 @@ def test_projected_under_bf16_autocast_matches_float32_closely() -> None:
     assert abs(loss.item() - reference.item()) / reference.item() < 0.02
 
 
-def test_no_gradient_work_without_autograd() -> None:
-    x, weight = torch.randn(4, 3, requires_grad=True), torch.randn(5, 3, requires_grad=True)
-    with torch.no_grad():
-        loss, _ = label_smoothed_nll(x, torch.tensor([1, 2, 3, 4]), weight=weight)
-    assert not loss.requires_grad
-
-
 def test_mismatched_shapes_are_refused() -> None:
     with pytest.raises(ValueError, match="weight \\(5, 4\\)"):
         label_smoothed_nll(torch.randn(4, 3), torch.tensor([1, 2, 3, 4]), weight=torch.randn(5, 4))

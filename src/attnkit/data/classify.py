@@ -15,7 +15,6 @@ Every error is a `DataError` that names the file and line.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import json
 import logging
@@ -28,7 +27,7 @@ from typing import Any
 
 import torch
 
-from attnkit.data.text import iter_byte_lines, read_lines
+from attnkit.data.text import iter_text_lines, read_lines
 from attnkit.data.tokenizers import Tokenizer, WordTokenizer
 from attnkit.data.vocab import PAD, Vocabulary
 from attnkit.errors import DataError
@@ -105,27 +104,6 @@ class LabelMap:
         return cls(labels)
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, text)`` of a plain or ``.gz`` UTF-8 file, without line end or BOM.
-
-    Unlike `attnkit.data.text.read_lines` the text keeps its other whitespace, so the empty first
-    or last field of a tab-separated row survives.
-
-    Raises:
-        DataError: Unreadable file or invalid UTF-8 (with line and column).
-    """
-    for number, raw in enumerate(iter_byte_lines(path), start=1):
-        if number == 1 and raw.startswith(codecs.BOM_UTF8):
-            raw = raw[len(codecs.BOM_UTF8) :]
-        try:
-            yield number, raw.decode("utf-8").rstrip("\r\n")
-        except UnicodeDecodeError as err:
-            raise DataError(
-                f"{path}, line {number}: invalid UTF-8 "
-                f"(byte 0x{err.object[err.start]:02x} at column {err.start + 1})"
-            ) from None
-
-
 def read_labelled(
     path: str | Path,
     *,
@@ -186,7 +164,7 @@ def read_labelled(
 
 def _delimited_rows(path: str | Path, kind: str, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
     """Yield ``(line number, {column: value})`` of a TSV/CSV file after checking its header."""
-    lines = iter_lines(path)
+    lines = iter_text_lines(path, strip=False)
     split = (lambda line: line.split("\t")) if kind == "tsv" else (lambda line: next(csv.reader([line])))
     first = next(lines, (1, ""))[1]
     if not first.strip():
@@ -206,7 +184,7 @@ def _delimited_rows(path: str | Path, kind: str, columns: Sequence[str]) -> Iter
 
 def _jsonl_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` of a JSONL file."""
-    for number, line in iter_lines(path):
+    for number, line in iter_text_lines(path, strip=False):
         if not line.strip():
             continue
         try:
@@ -353,7 +331,7 @@ def read_snli(path: str | Path) -> list[LabelledText]:
     Raises:
         DataError: As `read_labelled`, and for labels other than the three classes.
     """
-    lines = iter_lines(path)
+    lines = iter_text_lines(path, strip=False)
     header = next(lines, (1, ""))[1].split("\t")
     lines.close()
     original = "gold_label" in header

@@ -41,23 +41,43 @@ def iter_byte_lines(path: str | Path) -> Iterator[bytes]:
         raise DataError(f"{path}: cannot read ({err.strerror or err})") from err
 
 
-def decode_line(raw: bytes, number: int, errors: str = "strict") -> str:
+def decode_line(raw: bytes, number: int, errors: str = "strict", strip: bool = True) -> str:
     """Decode one raw line as UTF-8 and strip it.
 
     Args:
         raw: The line's bytes, line end included.
         number: 1-based line number; line 1 loses a leading byte-order mark.
         errors: ``"strict"`` or ``"replace"``, as for `bytes.decode`.
+        strip: remove surrounding whitespace; False removes only the line end (so the empty first
+            or last field of a tab-separated row survives).
 
     Returns:
-        The text without BOM, line end and surrounding whitespace.
+        The text without BOM, line end and (with `strip`) surrounding whitespace.
 
     Raises:
         UnicodeDecodeError: The bytes are not valid UTF-8 and ``errors`` is ``"strict"``.
     """
     if number == 1 and raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8) :]
-    return raw.decode("utf-8", errors=errors).strip()
+    text = raw.decode("utf-8", errors=errors)
+    return text.strip() if strip else text.rstrip("\r\n")
+
+
+def iter_text_lines(path: str | Path, *, errors: str = "strict", strip: bool = True) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` of a plain or ``.gz`` UTF-8 file (`decode_line` per line).
+
+    Raises:
+        DataError: Missing file, directory, unreadable, invalid gzip or invalid UTF-8 (with line
+            and column).
+    """
+    for number, raw in enumerate(iter_byte_lines(path), start=1):
+        try:
+            yield number, decode_line(raw, number, errors, strip)
+        except UnicodeDecodeError as err:
+            raise DataError(
+                f"{path}, line {number}: invalid UTF-8 "
+                f"(byte 0x{err.object[err.start]:02x} at column {err.start + 1})"
+            ) from None
 
 
 def read_lines(path: str | Path, *, errors: str = "strict") -> list[str]:
@@ -75,15 +95,7 @@ def read_lines(path: str | Path, *, errors: str = "strict") -> list[str]:
         DataError: Missing file, directory, unreadable, invalid gzip, invalid UTF-8 (with line
             and column) or an empty file.
     """
-    lines = []
-    for number, raw in enumerate(iter_byte_lines(path), start=1):
-        try:
-            lines.append(decode_line(raw, number, errors))
-        except UnicodeDecodeError as err:
-            raise DataError(
-                f"{path}, line {number}: invalid UTF-8 "
-                f"(byte 0x{err.object[err.start]:02x} at column {err.start + 1})"
-            ) from None
+    lines = [text for _, text in iter_text_lines(path, errors=errors)]
     if not lines:
         raise DataError(f"{path}: empty file")
     return lines

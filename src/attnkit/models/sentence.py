@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.attention.structured import StructuredSelfAttention, frobenius_penalty
-from attnkit.data.classify import iter_lines
+from attnkit.data.text import iter_text_lines
 from attnkit.errors import DataError
 
 Encoder = Literal["bilstm", "none"]
@@ -235,7 +235,7 @@ def load_word_vectors(path: str | Path, vocab_tokens: Sequence[str], embedding: 
     rows = {token: i for i, token in enumerate(vocab_tokens) if i != embedding.padding_idx}
     found: set[int] = set()
     file_dim = None
-    for number, line in iter_lines(path):
+    for number, line in iter_text_lines(path, strip=False):
         fields = line.strip().split(" ")
         if fields == [""]:
             continue
