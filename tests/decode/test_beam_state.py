@@ -9,7 +9,7 @@ import pytest
 import torch
 from decode_toys import ToyGRU, random_batch
 
-from attnkit.decode.beam_state import BeamState, check_batch_first, expand_to_beams, gather_beams, map_state
+from attnkit.decode.beam_state import BeamState, check_batch_first, expand_to_beams, gather_beams, map_state, per_sentence
 
 Pair = namedtuple("Pair", "left right")
 
@@ -62,6 +62,23 @@ def test_gather_reorders_repeats_and_drops() -> None:
     assert picked.layers[0].x.tolist() == [[3, -3], [3, -3], [0, 0]]
     assert picked.table["k"].tolist() == [30, 30, 0]
     assert state.a.tolist() == [0, 1, 2, 3]  # the input is not modified
+
+
+@dataclass
+class Shared:
+    rows: torch.Tensor  # (R,)
+    memory: list = per_sentence()  # [(B, 2)], one row per sentence
+
+
+def test_per_sentence_fields_are_not_copied_per_beam() -> None:
+    state = Shared(torch.arange(3), [torch.tensor([[0, 0], [1, 1], [2, 2]])])
+    wide = expand_to_beams(state, 2)
+    assert wide.rows.tolist() == [0, 0, 1, 1, 2, 2]
+    assert wide.memory[0] is state.memory[0]  # (B, 2), shared by the beams
+    # Sentence 1 dies; sentence 0 continues beam 1 twice, sentence 2 keeps its order.
+    picked = gather_beams(wide, torch.tensor([1, 1, 4, 5]), beam=2)
+    assert picked.rows.tolist() == [0, 0, 2, 2]
+    assert picked.memory[0].tolist() == [[0, 0], [2, 2]]
 
 
 def test_map_state_reaches_every_tensor() -> None:

@@ -106,7 +106,7 @@ def beam_search(
             break
         keep = (live.unsqueeze(1) * beam + torch.arange(beam, device=live.device)).view(-1)  # (N'*K,)
         search = gather_beams(search, keep)
-        state = gather_beams(state, rows.index_select(0, keep))  # reorder and drop in one gather
+        state = gather_beams(state, rows.index_select(0, keep), beam)  # reorder and drop in one gather
         prev = search.tokens[:, -1:]  # (N'*K, 1)
     return results
 

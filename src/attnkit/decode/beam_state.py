@@ -7,6 +7,10 @@ functions here map over it without knowing the model (house rule 6: no `isinstan
   `init_state`;
 - `gather_beams` picks rows, (R, ...) -> (N, ...): it reorders beams after a step and drops the
   rows of finished sentences, in one `index_select`.
+
+A dataclass field made with `per_sentence()` holds one row per source sentence, shared by all its
+beams (e.g. the encoder memory's projected keys and values): `expand_to_beams` leaves it as is and
+`gather_beams` only drops the rows of finished sentences, so it is never copied per beam or step.
 """
 
 from __future__ import annotations
@@ -20,9 +24,15 @@ import torch
 from torch import Tensor
 
 StateT = TypeVar("StateT")
+Fn = Callable[[Tensor], Tensor]
 
 
-def map_state(state: StateT, fn: Callable[[Tensor], Tensor]) -> StateT:
+def per_sentence() -> Any:
+    """A dataclass field holding one row per source sentence, shared by the sentence's beams."""
+    return dataclasses.field(metadata={"per_sentence": True})
+
+
+def map_state(state: StateT, fn: Fn, sentence_fn: Fn | None = None) -> StateT:
     """Apply `fn` to every tensor in a decoder state, recursively.
 
     Dataclasses are rebuilt with `dataclasses.replace` (fields with `init=False` are left to the
@@ -32,6 +42,7 @@ def map_state(state: StateT, fn: Callable[[Tensor], Tensor]) -> StateT:
     Args:
         state: a tensor, or a dataclass / list / tuple / dict nesting tensors and plain values.
         fn: maps one tensor to another.
+        sentence_fn: used instead of `fn` inside `per_sentence()` fields (default: `fn`).
 
     Returns:
         A state of the same structure; the input is not modified.
@@ -39,29 +50,36 @@ def map_state(state: StateT, fn: Callable[[Tensor], Tensor]) -> StateT:
     if isinstance(state, Tensor):
         return fn(state)
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        changes = {f.name: map_state(getattr(state, f.name), fn) for f in dataclasses.fields(state) if f.init}
+        changes = {}
+        for f in dataclasses.fields(state):
+            if f.init:
+                inner = sentence_fn if f.metadata.get("per_sentence") and sentence_fn is not None else fn
+                changes[f.name] = map_state(getattr(state, f.name), inner, sentence_fn)
         return dataclasses.replace(state, **changes)
     if isinstance(state, tuple) and hasattr(state, "_fields"):
-        return type(state)(*(map_state(x, fn) for x in state))
+        return type(state)(*(map_state(x, fn, sentence_fn) for x in state))
     if isinstance(state, (list, tuple)):
-        return type(state)(map_state(x, fn) for x in state)
+        return type(state)(map_state(x, fn, sentence_fn) for x in state)
     if isinstance(state, dict):
-        return type(state)((k, map_state(v, fn)) for k, v in state.items())
+        return type(state)((k, map_state(v, fn, sentence_fn)) for k, v in state.items())
     return state
 
 
-def gather_beams(state: StateT, index: Tensor) -> StateT:
+def gather_beams(state: StateT, index: Tensor, beam: int = 1) -> StateT:
     """Select rows of every tensor in `state`: `x.index_select(0, index)`.
 
     Args:
-        state: a decoder state whose tensors are (R, ...).
+        state: a decoder state whose tensors are (R, ...), `per_sentence()` fields (R / K, ...).
         index: (N,) long, rows to keep in their new order (on the state's device); may repeat a
             row (two beams continuing one parent) and may leave rows out (finished sentences).
+            With K > 1, the K rows n*K .. n*K+K-1 of the result must come from one sentence.
+        beam: K, the rows per sentence, before and after.
 
     Returns:
-        The state with tensors (N, ...).
+        The state with tensors (N, ...), `per_sentence()` fields (N / K, ...).
     """
-    return map_state(state, lambda x: x.index_select(0, index))  # (N, ...)
+    sentences = torch.div(index[::beam], beam, rounding_mode="floor")  # (N / K,)
+    return map_state(state, lambda x: x.index_select(0, index), lambda x: x.index_select(0, sentences))  # (N, ...)
 
 
 def expand_to_beams(state: StateT, beam: int) -> StateT:
@@ -72,9 +90,9 @@ def expand_to_beams(state: StateT, beam: int) -> StateT:
         beam: K.
 
     Returns:
-        The state with tensors (B*K, ...).
+        The state with tensors (B*K, ...); `per_sentence()` fields stay (B, ...).
     """
-    return map_state(state, lambda x: x.repeat_interleave(beam, dim=0))  # (B*K, ...)
+    return map_state(state, lambda x: x.repeat_interleave(beam, dim=0), lambda x: x)  # (B*K, ...)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from attnkit.attention.cache import KVCache
 from attnkit.attention.masks import causal_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from attnkit.decode.beam_state import per_sentence
 from attnkit.models.maps import AttentionMaps
 
 
@@ -105,44 +106,58 @@ class DecoderLayer(nn.Module):
         cross_kv: KVCache,
         self_keep: Tensor | None,
         cross_keep: Tensor,
-        need_weights: bool = False,
+        need_self_weights: bool = False,
+        need_cross_weights: bool = False,
     ) -> tuple[Tensor, KVCache | None, LayerAttention]:
-        """Run the layer on T new positions.
+        """Run the layer on T new positions of R = B*K rows, K consecutive rows per sentence.
 
         Args:
-            x: (B, T, D) the new positions' inputs.
-            self_kv: keys/values of earlier positions (B, H, T0, E), or None for a full pass.
-            cross_kv: projected encoder memory (B, H, S, E).
-            self_keep: causal keep-mask broadcastable to (B, 1, T, T0 + T), or None (single step).
+            x: (R, T, D) the new positions' inputs (K = 1 outside beam search).
+            self_kv: keys/values of earlier positions (R, H, T0, E), or None for a full pass.
+            cross_kv: projected encoder memory (B, H, S, E), shared by the K rows of a sentence.
+            self_keep: causal keep-mask broadcastable to (R, 1, T, T0 + T), or None (single step).
             cross_keep: source keep-mask (B, 1, 1, S).
 
         Returns:
-            x (B, T, D), the self-attention cache extended by T positions (None for a full pass),
-            and the weights.
+            x (R, T, D), the self-attention cache extended by T positions (None for a full pass),
+            and the weights asked for.
         """
-        h = self.res_self.inner(x)  # (B, T, D)
+        h = self.res_self.inner(x)  # (R, T, D)
         if self_kv is None:  # full teacher-forced pass: one fused Q/K/V projection
             kv = None
-            a, self_w = self.self_attn(h, h, h, self_keep, need_weights=need_weights)  # (B, T, D)
+            a, self_w = self.self_attn(h, h, h, self_keep, need_weights=need_self_weights)  # (R, T, D)
         else:
-            kv = self_kv.append(self.self_attn.project_kv(h, h))  # (B, H, T0 + T, E)
-            a, self_w = self.self_attn.attend(h, kv, self_keep, need_weights=need_weights)  # (B, T, D)
-        x = self.res_self.outer(x, a)  # (B, T, D)
-        h = self.res_cross.inner(x)  # (B, T, D)
-        a, cross_w = self.cross_attn.attend(h, cross_kv, cross_keep, need_weights=need_weights)  # (B, T, D)
-        x = self.res_cross.outer(x, a)  # (B, T, D)
-        x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))  # (B, T, D)
+            kv = self_kv.append(self.self_attn.project_kv(h, h))  # (R, H, T0 + T, E)
+            a, self_w = self.self_attn.attend(h, kv, self_keep, need_weights=need_self_weights)  # (R, T, D)
+        x = self.res_self.outer(x, a)  # (R, T, D)
+        a, cross_w = self._cross_attend(self.res_cross.inner(x), cross_kv, cross_keep, need_cross_weights)  # (R, T, D)
+        x = self.res_cross.outer(x, a)  # (R, T, D)
+        x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))  # (R, T, D)
         return x, kv, LayerAttention(self_w, cross_w)
+
+    def _cross_attend(self, h: Tensor, kv: KVCache, keep: Tensor, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """Encoder-decoder attention where the K beams of a sentence share its memory.
+
+        The T queries of each of the K rows become K*T queries of their sentence, so the memory's
+        keys and values are neither copied per beam nor reordered by beam search.
+        """
+        R, T, D = h.shape
+        B = kv.k.size(0)
+        a, w = self.cross_attn.attend(h.reshape(B, -1, D), kv, keep, need_weights=need_weights)  # (B, K*T, D)
+        if w is not None:  # (B, H, K*T, S) -> (R, H, T, S)
+            H, S = w.size(1), w.size(-1)
+            w = w.view(B, H, R // B, T, S).transpose(1, 2).reshape(R, H, T, S)
+        return a.reshape(R, T, D), w
 
 
 @dataclass
 class TransformerState:
     """Decoding state: per-layer self-attention caches (grow a step) and cross-attention K/V."""
 
-    self_kv: list[KVCache]
-    cross_kv: list[KVCache]
-    src_keep: Tensor  # (B, 1, 1, S)
-    position: int
+    self_kv: list[KVCache]  # (R, H, t, E) per layer, R = B*K rows in beam search
+    cross_kv: list[KVCache] = per_sentence()  # (B, H, S, E) per layer
+    src_keep: Tensor = per_sentence()  # (B, 1, 1, S)
+    position: int = 0
 
 
 class Transformer(nn.Module):
@@ -237,7 +252,7 @@ class Transformer(nn.Module):
         x = self.embed(tgt_in, self.tgt_embed)  # (B, T, D)
         maps = []
         for layer, kv in zip(self.decoder_layers, self._cross_kv(memory)):
-            x, _, w = layer(x, None, kv, self_keep, cross_keep, need_weights)  # (B, T, D)
+            x, _, w = layer(x, None, kv, self_keep, cross_keep, need_weights, need_weights)  # (B, T, D)
             maps.append(w)
         return self.decoder_norm(x), maps  # (B, T, D)
 
@@ -282,7 +297,7 @@ class Transformer(nn.Module):
         x = self.embed(prev_tokens, self.tgt_embed, start=state.position)  # (B, 1, D)
         new_kv = []
         for layer, self_kv, cross_kv in zip(self.decoder_layers, state.self_kv, state.cross_kv):
-            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_weights=layer is self.decoder_layers[-1])
+            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_cross_weights=layer is self.decoder_layers[-1])
             new_kv.append(kv)
         log_probs = F.log_softmax(self.logits(self.decoder_norm(x[:, -1])).float(), dim=-1)  # (B, V)
         attn = w.cross_attn.mean(dim=1)[:, -1]  # (B, S)
