@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 from attnkit.config import load_config
-from attnkit.data.batching import TokenBatcher, collate, sequence_lengths
-from attnkit.runs import build_for
-from attnkit.train.loop import Trainer, load_data
+from attnkit.data.batching import TokenBatcher
+from attnkit.train.loop import Trainer
+from attnkit.train.translation import TranslationTask
 from attnkit.train.precision import pick_device
 from attnkit.train.state import TrainState
 
@@ -37,15 +37,15 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     run = load_config(PRESET, [f"train.precision={args.precision}", f"train.device={args.device}", *args.set])
-    data = load_data(run, Path("runs/bench"), args.data)
+    task = TranslationTask(run, Path("runs/bench"), args.data)
     device = pick_device(args.device)
-    model = build_for(run, data.vocabs).to(device)
-    trainer = Trainer(run, model, device)
-    batches = TokenBatcher(*sequence_lengths(data.train), max_tokens=run.train.max_tokens, shuffle=True, seed=1).epoch(0)
+    model = task.build_model().to(device)
+    trainer = Trainer(run, model, device, task)
+    batches = TokenBatcher(*task.train_lengths, max_tokens=run.train.max_tokens, shuffle=True, seed=1).epoch(0)
     state, tokens, src_tokens, seconds = TrainState(), 0, 0, 0.0
     model.train()
     for i in range(args.updates):
-        group = [collate(data.train, idx) for idx in batches[i * run.train.accum : (i + 1) * run.train.accum]]
+        group = [task.collate(idx) for idx in batches[i * run.train.accum : (i + 1) * run.train.accum]]
         if device.type == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()

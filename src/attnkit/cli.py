@@ -44,13 +44,16 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from attnkit.config import load_config
+    from attnkit.train.distributed import world_from_env
     from attnkit.train.loop import train
     from attnkit.progress import TrainProgress
 
     run = load_config(_config_path(args.config), args.set)
     with TrainProgress(run.train) as progress:
         state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event)
-    best = f", best {run.train.early_stopping} {abs(state.best):.2f}" if state.best is not None else ""
+    if not world_from_env().is_main:  # under torchrun, rank 0 reports
+        return 0
+    best = f", best {run.train.early_stopping} {abs(state.best):.4g}" if state.best is not None else ""
     if state.interrupted:
         sets = "".join(f" --set {s}" for s in args.set)
         print(f"stopped by {state.interrupted} at step {state.step}; checkpoint saved in {args.out}. "
@@ -81,7 +84,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     for path in (args.output, args.attention):  # fail before decoding, not after
         if path and Path(path).is_dir():
             raise AttnkitError(f"{path}: is a directory, expected a file path")
-    loaded = load_run(args.run, args.checkpoint, dtype=torch_dtype(args.dtype))
+    loaded = load_run(args.run, args.checkpoint, dtype=torch_dtype(args.dtype), task="translation")
     d = loaded.run.decode
     settings = SearchSettings(beam=args.beam or d.beam, alpha=d.alpha if args.alpha is None else args.alpha,
                               nbest=args.nbest, max_len_a=d.max_len_a, max_len_b=d.max_len_b, batch_size=args.batch_size)  # fmt: skip
@@ -89,7 +92,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
         raise AttnkitError(f"--nbest {settings.nbest} must be <= --beam {settings.beam}")
     lines = _read_input(args.input)
     with counter(len(lines), "translating", unit="sent") as bar:
-        results = translate(loaded.model, loaded.vocabs, lines, settings, return_attention=args.attention is not None, progress=bar.update)
+        results = translate(loaded.model, loaded.vocabs, lines, settings, return_attention=args.attention is not None, progress=bar.update,
+                            source=args.input or "<stdin>")  # fmt: skip
     if args.nbest > 1:
         out = [f"{i}\t{h.score:.4f}\t{h.text}" for i, nbest in enumerate(results) for h in nbest]
     else:
@@ -110,10 +114,83 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from attnkit.evaluate.run_eval import evaluate_run
+    from attnkit.runs import read_run
 
+    run, _ = read_run(args.run)
+    if run.task == "classification":
+        if args.src or args.ref or not args.data:
+            raise AttnkitError(f"{args.run}: a sentence classifier: evaluate it with --data FILE (--src/--ref are for translation runs)")
+        from attnkit.evaluate.classify import evaluate_labelled
+        from attnkit.runs import load_run
+
+        report = evaluate_labelled(load_run(args.run, args.checkpoint, task="classification"), args.data, args.batch_size)
+        print(json.dumps(report, indent=1))
+        return 0
+    if args.data or not (args.src and args.ref):
+        raise AttnkitError(f"{args.run}: a translation run: evaluate it with --src FILE --ref FILE (--data is for sentence classifiers)")
     report = evaluate_run(args.run, args.src, args.ref, beam=args.beam, alpha=args.alpha, checkpoint=args.checkpoint,
                           batch_size=args.batch_size, dtype=torch_dtype(args.dtype))  # fmt: skip
     print(json.dumps(report, indent=1))
+    return 0
+
+
+def _classifier(args: argparse.Namespace):
+    from attnkit.runs import load_run
+
+    return load_run(args.run, args.checkpoint, task="classification")
+
+
+def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The texts to classify (the TEXT arguments, --input or stdin) and how errors name one."""
+    if getattr(args, "text", None):
+        return list(args.text), "text"
+    return _read_input(args.input), f"{args.input or '<stdin>'}, line"
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from attnkit.evaluate.classify import classify_texts
+
+    texts, source = _texts(args)
+    results = classify_texts(_classifier(args), texts, args.batch_size, source=source)
+    for r in results:
+        if args.jsonl:
+            print(json.dumps(asdict(r), ensure_ascii=False))
+        else:
+            print(r.label + "\t" + " ".join(f"{label}={p:.4f}" for label, p in r.probs.items()))
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from attnkit.evaluate.classify import embed_texts
+
+    if Path(args.out).is_dir():
+        raise AttnkitError(f"{args.out}: is a directory, expected a .npy file path")
+    texts, source = _texts(args)
+    matrix = embed_texts(_classifier(args), texts, args.batch_size, mean_hops=args.mean_hops, source=source)
+    np.save(args.out, matrix)
+    print(f"{matrix.shape[0]} embeddings of size {matrix.shape[1]} written to {args.out}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from attnkit.evaluate.classify import classify_texts
+    from attnkit.viz.explain import write_html, write_png
+
+    if not args.text and not args.input:
+        raise AttnkitError("give a sentence (or several) or --input FILE")
+    loaded = _classifier(args)
+    if loaded.run.model.pooling != "attention":
+        raise AttnkitError(f"{args.run}: model.pooling is {loaded.run.model.pooling!r}; only attention pooling has weights to show")
+    texts, source = _texts(args)
+    results = classify_texts(loaded, texts, args.batch_size, source=source)
+    write_html(args.html, results, title=f"attnkit explain: {args.run}")
+    if args.png:
+        write_png(args.png, results)
+    print(f"wrote {args.html}" + (f" and {args.png}" if args.png else ""))
     return 0
 
 
@@ -151,6 +228,45 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explore_inputs(args: argparse.Namespace):
+    """The run, the sentences (TEXT, --input or stdin) and the decoding settings of `plot`/`report`."""
+    from attnkit.runs import load_run
+    from attnkit.viz.explore import search_settings
+
+    if args.text is not None and args.input:
+        raise AttnkitError("give a sentence or --input FILE, not both")
+    lines = [args.text] if args.text is not None else _read_input(args.input)
+    loaded = load_run(args.run, args.checkpoint, dtype=torch_dtype(args.dtype))
+    return loaded, lines, search_settings(loaded.run.decode, args.beam, args.alpha, args.nbest)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from attnkit.viz.explore import explore
+    from attnkit.viz.plot import plot_maps
+
+    loaded, lines, settings = _explore_inputs(args)
+    files = plot_maps(explore(loaded, lines, settings, words=args.words), args.out)
+    print(f"wrote {len(files)} heatmaps to {args.out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from attnkit.viz.report import report_records, write_report
+
+    loaded, lines, settings = _explore_inputs(args)
+    write_report(report_records(loaded, lines, settings, words=args.words), args.out, title=f"attnkit report: {Path(args.run).name}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from attnkit.serve.app import Batching, Limits, serve
+
+    serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars),
+          batching=Batching(args.batch_window_ms, args.max_batch), checkpoint=args.checkpoint, dtype=torch_dtype(args.dtype))  # fmt: skip
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from attnkit.demo import run_demo
 
@@ -184,16 +300,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights (faster on CPUs with bf16 units)")
     p.set_defaults(func=cmd_translate)
 
-    p = sub.add_parser("evaluate", help="BLEU/chrF of a run on a test set, as JSON", description="Translate --src and score it against --ref (sacreBLEU, lowercased BLEU, chrF).")
+    p = sub.add_parser("evaluate", help="score a run on a test set, as JSON", description="Translation runs: translate --src and score it against --ref (sacreBLEU, lowercased BLEU, chrF). Sentence classifiers: accuracy, macro-F1 and the confusion matrix on --data.")
     p.add_argument("run")
-    p.add_argument("--src", required=True, help="source file")
-    p.add_argument("--ref", required=True, help="reference file")
+    p.add_argument("--src", help="source file (translation)")
+    p.add_argument("--ref", help="reference file (translation)")
+    p.add_argument("--data", help="labelled file (sentence classifiers): SST trees, SNLI TSV, or TSV/CSV/JSONL with the run's columns")
     p.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam)")
     p.add_argument("--alpha", type=float, help="length penalty alpha")
     p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights")
     p.set_defaults(func=cmd_evaluate)
+
+    for name, help in (("classify", "label and class probabilities of each sentence"),
+                       ("embed", "sentence embeddings M (r x 2u, flattened) as .npy"),
+                       ("explain", "HTML/PNG of the words each attention hop looked at")):  # fmt: skip
+        p = sub.add_parser(name, help=help, description=f"Sentence classifiers (sase runs): {help}. One sentence a line (premise<TAB>hypothesis for pair models).")
+        p.add_argument("run", help="run folder of a sase model")
+        if name == "explain":
+            p.add_argument("text", nargs="*", help="sentences to explain (or --input)")
+            p.add_argument("--html", required=True, metavar="OUT.html", help="self-contained HTML page")
+            p.add_argument("--png", metavar="OUT.png", help="also a PNG image")
+        p.add_argument("--input", help="input file, one sentence a line (default: stdin)")
+        if name == "embed":
+            p.add_argument("--out", required=True, metavar="X.npy", help="output .npy file (N rows)")
+            p.add_argument("--mean-hops", action="store_true", help="the mean over the r hops (N x 2u) instead of flattened M")
+        if name == "classify":
+            p.add_argument("--jsonl", action="store_true", help="one JSON object a line: label, probs, tokens, attention")
+        p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
+        p.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+        p.set_defaults(func={"classify": cmd_classify, "embed": cmd_embed, "explain": cmd_explain}[name])
 
     p = sub.add_parser("average", help="average the last N checkpoints into a new run folder", description="Average the weights of the last N checkpoints (Vaswani et al. sec. 6.1).")
     p.add_argument("run")
@@ -219,6 +355,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dest", required=True, help="folder to write the files to")
     p.add_argument("--from", dest="from_dir", help="copy from this local folder instead of downloading")
     p.set_defaults(func=cmd_data_fetch)
+
+    for name, help, out in (("plot", "PNG heatmaps of every attention map of a translation", "folder for the PNG files"),
+                            ("report", "a self-contained HTML report of translations and their attention", "the HTML file to write")):  # fmt: skip
+        p = sub.add_parser(name, help=help, description=f"{help[0].upper()}{help[1:]} (TEXT, --input or stdin; docs/explorer.md).")
+        p.add_argument("run", help="run folder of a translation model" + (" or a sentence classifier" if name == "report" else ""))
+        p.add_argument("text", nargs="?", help="a sentence (instead of --input)")
+        p.add_argument("--input", help="one sentence a line")
+        p.add_argument("--out", required=True, help=out)
+        p.add_argument("--words", action="store_true", help="merge subword pieces into words (keys summed, queries averaged)")
+        p.add_argument("--beam", type=int, help="beam size (1 = greedy; default: the run's decode.beam)")
+        p.add_argument("--alpha", type=float, help="length penalty alpha (default: the run's decode.alpha)")
+        if name == "report":
+            p.add_argument("--nbest", type=int, help="hypotheses listed per sentence (default: the beam size)")
+        p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
+        p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights")
+        p.set_defaults(func=cmd_plot if name == "plot" else cmd_report, nbest=None)
+
+    p = sub.add_parser("serve", help="a local web UI and JSON API for translation and classification", description="Serve runs on a local web page and a JSON API (/v1/translate, /v1/classify, /v1/models, /healthz, /openapi.json).")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (each served under its folder name)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--max-texts", type=int, default=64, help="texts per request (more: 413)")
+    p.add_argument("--max-chars", type=int, default=1000, help="characters per text (more: 413)")
+    p.add_argument("--batch-window-ms", type=float, default=5.0, help="how long a batch waits for more requests")
+    p.add_argument("--max-batch", type=int, default=32, help="texts per model call (1 = no dynamic batching)")
+    p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
+    p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights")
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo", help="the main job: train m30k-small briefly, translate, score and plot", description="Train m30k-small on Multi30k for a few minutes, translate test sentences, print BLEU and write a heatmap.")
     p.add_argument("--minutes", type=float, default=5.0, help="training time budget")

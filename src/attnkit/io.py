@@ -1,4 +1,8 @@
-"""Atomic file writes: temp file in the same folder, fsync, rename. Nothing is ever half-written."""
+"""Atomic file writes: temp file in the same folder, fsync, rename. Nothing is ever half-written.
+
+A process killed mid-write (SIGKILL, power loss) leaves only its temporary, `.NAME.XXXXXXXX.tmp`,
+which `remove_temporaries` deletes once the folder's one writer starts again.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from pathlib import Path
 from typing import Iterator
 
 from attnkit.errors import AttnkitError
+
+TMP_SUFFIX = ".tmp"
 
 
 @contextmanager
@@ -22,7 +28,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise AttnkitError(f"{path}: is a directory, expected a file path")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     except OSError as e:
         raise AttnkitError(f"{path}: cannot write ({e.strerror})") from None
     os.close(fd)
@@ -36,6 +42,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp_path.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def remove_temporaries(folder: str | Path) -> list[Path]:
+    """Delete the temporaries `atomic_path` left in `folder` (call it only as the folder's one writer)."""
+    stale = [p for p in Path(folder).glob(f".*{TMP_SUFFIX}") if p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -12,7 +12,7 @@ from attnkit.train.state import TrainState
 
 
 class TrainProgress:
-    """A training bar over steps (max_steps) or minutes (max_minutes), with loss, lr and tokens/s."""
+    """A training bar over steps (max_steps) or minutes (max_minutes), with loss, lr and tokens/s (examples/s)."""
 
     def __init__(self, t: Train) -> None:
         self.by_time = t.max_steps is None and t.max_minutes is not None
@@ -33,15 +33,16 @@ class TrainProgress:
         if self.bar is None:
             self.bar = tqdm(total=self.total, unit="s" if self.by_time else "step", dynamic_ncols=True, desc="train", leave=True)
         if kind == "valid":
-            parts = [f"{k} {v:.2f}" for k, v in info.items() if k in ("loss", "ppl", "bleu")]
+            parts = [f"{k} {v:.4g}" if k == "accuracy" else f"{k} {v:.2f}" for k, v in info.items() if k in ("loss", "ppl", "bleu", "accuracy")]
             self.valid = " ".join(parts)
             self.bar.write(f"step {state.step}: valid {self.valid}")
             return
-        self.tokens += info["tokens"]
+        self.unit = "ex/s" if "examples" in info else "tok/s"
+        self.tokens += info.get("tokens", info.get("examples", 0))
         self.seconds += info["seconds"]
         self.bar.n = min(round(state.elapsed), self.bar.total) if self.by_time else state.step
         loss = "nan" if info["loss"] is None else f"{info['loss']:.3f}"
-        self.bar.set_postfix_str(f"loss {loss} lr {info['lr']:.2e} tok/s {self.tokens / max(self.seconds, 1e-9):,.0f}", refresh=False)
+        self.bar.set_postfix_str(f"loss {loss} lr {info['lr']:.2e} {self.unit} {self.tokens / max(self.seconds, 1e-9):,.0f}", refresh=False)
         self.bar.refresh()
 
 

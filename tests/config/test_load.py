@@ -99,3 +99,37 @@ def test_presets_are_valid():
     small = load_config(PRESETS / "m30k-small.yaml")
     assert (small.model.layers, small.model.d_model, small.model.n_heads, small.model.d_ff) == (3, 256, 4, 1024)
     assert small.data.vocab_size == 8000 and small.data.joint
+
+
+SASE = {"data": {"corpus": "sst", "phrases": True}, "model": {"kind": "sase", "r": 10}, "train": {"max_minutes": 1, "early_stopping": "accuracy"}}
+
+
+def test_sase_config_paper_names_and_classification_data(tmp_path):
+    run = load_config(write(tmp_path, SASE))
+    assert run.task == "classification" and run.data.phrases and run.model.r == 10
+    # Lin et al. 2017, sec. 4.1/4.2 (Yelp): u=300, d_a=350, hidden MLP 3000, coef 1.0.
+    assert (run.model.u, run.model.d_a, run.model.mlp_hidden, run.model.coef) == (300, 350, 3000, 1.0)
+    assert validate(yaml.safe_load(dump_config(run)), "dump") == run
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"data": {"corpus": "sst", "phrase": True}}, "data.phrase: unknown key"),
+        ({"model": {"kind": "sase", "hops": 3}}, "model.sase.hops: unknown key"),
+        ({"train": {"max_minutes": 1}}, "train.early_stopping: bleu is for translation; use accuracy or loss"),
+        ({"data": {"corpus": "synthetic"}}, "model kind 'sase' needs a classification corpus (sst, snli, labelled)"),
+        ({"data": {"corpus": "labelled", "train": "a.tsv"}}, "corpus 'labelled' needs data.train and data.valid"),
+        ({"model": {"kind": "sase", "encoder": "none", "pooling": "last"}}, "pooling 'last' takes the bi-LSTM's final states"),
+        ({"model": {"kind": "sase", "pair": "factor"}}, "model.pair needs sentence pairs"),
+    ],
+)
+def test_sase_config_errors(tmp_path, change, message):
+    with pytest.raises(ConfigError) as e:
+        load_config(write(tmp_path, {**SASE, **change}))
+    assert message in str(e.value)
+
+
+def test_accuracy_early_stopping_is_for_classification(tmp_path):
+    with pytest.raises(ConfigError, match="accuracy is for classification; use bleu or loss"):
+        load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "early_stopping": "accuracy"}}))

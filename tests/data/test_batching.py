@@ -95,6 +95,12 @@ def test_padding_ratio_hand_example() -> None:
     assert batcher.padding_ratio([[0, 1], [2]]) == pytest.approx(1 / 9)
 
 
+def test_max_sentences_caps_the_batch_size() -> None:
+    # Seven one-token examples fit one batch of 100 tokens; at most 3 per batch gives 3 + 3 + 1.
+    batcher = TokenBatcher([1] * 7, [1] * 7, max_tokens=100, max_sentences=3, shuffle=False, seed=0)
+    assert batcher.epoch(0) == [[0, 1, 2], [3, 4, 5], [6]]
+
+
 def test_seeded_determinism(lengths: tuple[list[int], list[int]]) -> None:
     src, tgt = lengths
     one = TokenBatcher(src, tgt, max_tokens=256, shuffle=True, seed=7)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attnkit.evaluate.metrics import accuracy, attention_entropy, perplexity
+from attnkit.evaluate.metrics import accuracy, attention_entropy, perplexity, confusion_matrix, hop_overlap, macro_f1
 
 
 def test_perplexity() -> None:
@@ -40,3 +40,23 @@ def test_attention_entropy() -> None:
     batch = weights.unsqueeze(0)  # (1, 3, 4)
     key_keep = torch.tensor([True, True, True, False])[None, None]  # (1, 1, S): the last key is padding
     assert attention_entropy(batch, key_keep) == pytest.approx((math.log(4) * 3 / 4 + math.log(2)) / 3)
+
+
+def test_confusion_matrix_and_macro_f1() -> None:
+    gold, pred = [0, 0, 1, 1, 2], [0, 1, 1, 1, 0]
+    assert confusion_matrix(pred, gold, 3) == [[1, 1, 0], [0, 2, 0], [1, 0, 0]]
+    # By hand: F1 = 2TP / (2TP + FP + FN); class 0: 2/(2+1+1) = 1/2, class 1: 4/(4+1+0) = 4/5, class 2: 0.
+    assert macro_f1(pred, gold, 3) == pytest.approx((1 / 2 + 4 / 5 + 0) / 3)
+    # A class absent from gold and predictions is left out of the mean.
+    assert macro_f1([0, 1], [0, 1], 3) == pytest.approx(1.0)
+
+
+def test_hop_overlap() -> None:
+    same = torch.tensor([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])  # identical hops: overlap 1
+    apart = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.6, 0.4]])  # disjoint hops: overlap 0
+    # Three hops; sums of element-wise minima: pair (1,2) 0.2 + 0.4 = 0.6, (1,3) 0.5, (2,3) 0.4 -> mean 0.5.
+    three = torch.tensor([[0.2, 0.8, 0.0], [0.6, 0.4, 0.0], [0.0, 0.5, 0.5]])
+    overlap = hop_overlap(torch.stack([same, apart, three[:2]]))  # (3,) for B = 3, R = 2
+    assert overlap.tolist() == pytest.approx([1.0, 0.0, 0.6])
+    assert hop_overlap(three.unsqueeze(0)).item() == pytest.approx(0.5)
+    assert hop_overlap(torch.ones(2, 1, 4) / 4).tolist() == [0.0, 0.0]  # one hop: no pairs

@@ -15,6 +15,7 @@ from attnkit.train.checkpoint import (
     load_trainer,
     load_weights,
     prune,
+    remove_leftovers,
     save_checkpoint,
     save_weights,
 )
@@ -63,6 +64,21 @@ def test_no_temporary_folder_left_on_failure(tmp_path):
     with pytest.raises(RuntimeError):
         save_checkpoint(tmp_path, 1, model, state={}, optimizer=opt, rng=Boom(x=1))
     assert list((tmp_path / "checkpoints").iterdir()) == []
+
+
+def test_remove_leftovers_deletes_what_a_killed_writer_left(tmp_path):
+    # What SIGKILL can leave: a checkpoint folder being written, one being deleted by prune, and an
+    # atomic write's temporary file (attnkit.io.atomic_path). Complete checkpoints and files stay.
+    model, _ = trained()
+    keep = save_checkpoint(tmp_path, 1, model, state={})
+    (tmp_path / "checkpoints" / ".tmp-step_00000002-123").mkdir()
+    (tmp_path / "checkpoints" / ".tmp-step_00000002-123" / "model.safetensors").write_bytes(b"half")
+    (tmp_path / "checkpoints" / ".tmp-old-step_00000000-123").mkdir()
+    (tmp_path / ".best.json.k2j4h5.tmp").write_text('{"checkpoint": "st')
+    (tmp_path / "best.json").write_text("{}")
+    removed = remove_leftovers(tmp_path)
+    assert len(removed) == 3
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(["best.json", "checkpoints", keep.name, *(p.name for p in keep.iterdir())])
 
 
 def test_loading_refuses_pickles_truncation_and_other_models(tmp_path):

@@ -47,15 +47,15 @@ def test_refuses_to_overwrite_a_trained_run(tmp_path):
 
 
 def test_nan_loss_steps_are_skipped_then_stop(tmp_path, monkeypatch):
-    import attnkit.train.loop as loop
+    import attnkit.train.translation as translation
 
-    real = loop.batch_loss
+    real = translation.batch_loss
 
     def poisoned(model, batch, epsilon):
         loss, nll = real(model, batch, epsilon)
         return loss * float("nan"), nll
 
-    monkeypatch.setattr(loop, "batch_loss", poisoned)
+    monkeypatch.setattr(translation, "batch_loss", poisoned)
     with pytest.raises(TrainingError, match=r"loss was NaN/inf for 3 steps in a row \(step 1\)"):
         train(tiny(max_bad_steps=3), tmp_path / "run")
 

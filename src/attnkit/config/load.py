@@ -60,7 +60,7 @@ def _format_errors(error: ValidationError) -> str:
     parts = []
     for err in error.errors():
         loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-after", "tagged-union")))
-        loc = ".".join(p for p in loc.split(".") if p not in ("transformer",)) or "(top level)"
+        loc = ".".join(p for p in loc.split(".") if p not in ("transformer", "translate", "classify")) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"

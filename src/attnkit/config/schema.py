@@ -7,9 +7,9 @@ The model section is a discriminated union on `kind`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PositiveFloat, PositiveInt, Tag, model_validator
 
 Action = Literal["fail", "warn", "skip"]
 
@@ -84,6 +84,51 @@ class Data(Strict):
         if self.corpus == "files" and (self.train is None or self.valid is None):
             raise ValueError("corpus 'files' needs data.train and data.valid (each with src and tgt)")
         return self
+
+
+class ClassifyData(Strict):
+    """Labelled text for sentence classification (`model.kind: sase`).
+
+    `corpus: sst` reads the SST trees `trees_{train,dev}.txt.gz` from `dir` (SST-5, or SST-2 with
+    `binary`; `phrases` trains on every labelled phrase of the training trees, validation stays on
+    sentences). `snli` reads SNLI pairs from `train`/`valid` (TSV) or, without them, splits
+    `dir/snli_1.0_dev.tsv.gz` by premise (`dev_fraction` of the premises to validation).
+    `labelled` reads `train`/`valid` TSV/CSV/JSONL files with the named columns.
+    """
+
+    corpus: Literal["sst", "snli", "labelled"]
+    dir: Optional[str] = None
+    train: Optional[str] = None
+    valid: Optional[str] = None
+    text_column: str = "text"
+    text2_column: Optional[str] = None
+    label_column: str = "label"
+    phrases: bool = False
+    binary: bool = False
+    dev_fraction: float = Field(0.1, gt=0.0, lt=1.0)
+    lowercase: bool = True
+    min_freq: PositiveInt = 1
+    max_vocab: Optional[PositiveInt] = None
+
+    @model_validator(mode="after")
+    def _files(self) -> "ClassifyData":
+        if self.corpus == "labelled" and (self.train is None or self.valid is None):
+            raise ValueError("corpus 'labelled' needs data.train and data.valid (TSV, CSV or JSONL files)")
+        if (self.train is None) != (self.valid is None):
+            raise ValueError("give both data.train and data.valid, or neither")
+        if self.corpus == "sst" and self.train is not None:
+            raise ValueError("corpus 'sst' reads the trees from data.dir; use corpus 'labelled' for other files")
+        return self
+
+
+def _data_kind(value: Any) -> str:
+    corpus = value.get("corpus") if isinstance(value, dict) else getattr(value, "corpus", None)
+    return "classify" if corpus in ("sst", "snli", "labelled") else "translate"
+
+
+DataSection = Annotated[
+    Union[Annotated[Data, Tag("translate")], Annotated[ClassifyData, Tag("classify")]], Discriminator(_data_kind)
+]
 
 
 class Transformer(Strict):
@@ -161,7 +206,38 @@ class Rnn(Strict):
         return self
 
 
-Model = Annotated[Union[Transformer, Rnn], Field(discriminator="kind")]
+class Sase(Strict):
+    """Self-attentive sentence embedding classifier (Lin et al. 2017; attnkit.models.sentence).
+
+    u, d_a, r, mlp_hidden and coef are the paper's names (its sentiment settings are u=300,
+    d_a=350, r=30, mlp_hidden=3000, coef=1.0). `encoder: none` with `pooling: mean` is the
+    bag-of-embeddings baseline, `pooling: last` the last-state bi-LSTM baseline. `pair` embeds
+    (premise, hypothesis) pairs (SNLI). `word_dropout` replaces training words by <unk> with that
+    probability; `word_vectors` initialises the embedding from a word2vec/GloVe text file.
+    """
+
+    kind: Literal["sase"]
+    embed_dim: PositiveInt = 300
+    u: PositiveInt = 300
+    d_a: PositiveInt = 350
+    r: PositiveInt = 30
+    mlp_hidden: PositiveInt = 3000
+    coef: float = Field(1.0, ge=0.0)
+    dropout: float = Field(0.5, ge=0.0, lt=1.0)
+    word_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    encoder: Literal["bilstm", "none"] = "bilstm"
+    pooling: Literal["attention", "mean", "last"] = "attention"
+    pair: Literal["none", "factor", "concat"] = "none"
+    word_vectors: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _pooling(self) -> "Sase":
+        if self.pooling == "last" and self.encoder != "bilstm":
+            raise ValueError("pooling 'last' takes the bi-LSTM's final states and needs encoder 'bilstm'")
+        return self
+
+
+Model = Annotated[Union[Transformer, Rnn, Sase], Field(discriminator="kind")]
 
 
 class Schedule(Strict):
@@ -192,7 +268,8 @@ class Train(Strict):
     eval_bleu: bool = True
     eval_beam: PositiveInt = 1
     eval_max_sentences: Optional[PositiveInt] = None
-    early_stopping: Literal["bleu", "loss"] = "bleu"
+    max_sentences: Optional[PositiveInt] = None  # also at most this many examples per batch
+    early_stopping: Literal["bleu", "loss", "accuracy"] = "bleu"
     patience: Optional[PositiveInt] = None
     keep_last: PositiveInt = 5
     log_every: PositiveInt = 100
@@ -223,7 +300,26 @@ class Decode(Strict):
 class Run(Strict):
     """A whole run: what to read, what to build, how to train it and how to decode with it."""
 
-    data: Data
+    data: DataSection
     model: Model = Transformer()
     train: Train
     decode: Decode = Decode()
+
+    @property
+    def task(self) -> Literal["translation", "classification"]:
+        """What the run trains: translation (transformer, rnn) or classification (sase)."""
+        return "classification" if self.model.kind == "sase" else "translation"
+
+    @model_validator(mode="after")
+    def _task(self) -> "Run":
+        classify_data = isinstance(self.data, ClassifyData)
+        if classify_data != (self.task == "classification"):
+            need = "a classification corpus (sst, snli, labelled)" if self.task == "classification" else "a translation corpus (files, multi30k, synthetic)"
+            raise ValueError(f"model kind {self.model.kind!r} needs {need}, got data.corpus {self.data.corpus!r}")
+        if self.task == "classification" and self.train.early_stopping == "bleu":
+            raise ValueError("train.early_stopping: bleu is for translation; use accuracy or loss for a sase model")
+        if self.task == "translation" and self.train.early_stopping == "accuracy":
+            raise ValueError("train.early_stopping: accuracy is for classification; use bleu or loss")
+        if self.task == "classification" and (self.model.pair != "none") != (self.data.corpus == "snli" or self.data.text2_column is not None):
+            raise ValueError("model.pair needs sentence pairs (corpus snli, or data.text2_column) and pairs need model.pair")
+        return self

@@ -120,7 +120,8 @@ class TokenBatcher:
     Each epoch: (if ``shuffle``) permute the examples with seed ``seed + epoch``, stable-sort
     them by (source, target) length so ties fall differently each epoch, cut the sorted list
     greedily into batches whose padded source tokens (``B * S``) and padded target tokens
-    (``B * T``) each stay within ``max_tokens``, split the largest batches until the count
+    (``B * T``) each stay within ``max_tokens`` (and ``B`` within ``max_sentences``), split the
+    largest batches until the count
     divides by ``world_size``, (if ``shuffle``) shuffle the batch order, then give rank ``r``
     batches ``r, r + world_size, ...``. An example over the budget on its own is a batch of one.
 
@@ -128,6 +129,7 @@ class TokenBatcher:
         src_lengths: Padded-to source length of each example (EOS included).
         tgt_lengths: Padded-to target length of each example (BOS or EOS included).
         max_tokens: Budget of padded tokens per batch, on each side.
+        max_sentences: At most this many examples per batch (None: no limit).
         shuffle: Shuffle ties and batch order (training); off = sorted order (evaluation).
         seed: Base seed; an epoch's batches depend only on (seed, epoch).
         rank: This process's rank.
@@ -145,6 +147,7 @@ class TokenBatcher:
         max_tokens: int,
         shuffle: bool,
         seed: int,
+        max_sentences: int | None = None,
         rank: int = 0,
         world_size: int = 1,
     ) -> None:
@@ -157,6 +160,7 @@ class TokenBatcher:
             raise DataError(f"{n} examples cannot give each of {world_size} ranks a batch")
         self.src_lengths, self.tgt_lengths = list(src_lengths), list(tgt_lengths)
         self.max_tokens, self.shuffle, self.seed = max_tokens, shuffle, seed
+        self.max_sentences = max_sentences or len(src_lengths)
         self.rank, self.world_size = rank, world_size
 
     def epoch(self, e: int) -> list[list[int]]:
@@ -209,7 +213,8 @@ class TokenBatcher:
         for i in order:
             new_src, new_tgt = max(max_src, self.src_lengths[i]), max(max_tgt, self.tgt_lengths[i])
             size = len(batch) + 1
-            if batch and (new_src * size > self.max_tokens or new_tgt * size > self.max_tokens):
+            full = size > self.max_sentences or new_src * size > self.max_tokens or new_tgt * size > self.max_tokens
+            if batch and full:
                 batches.append(batch)
                 batch, new_src, new_tgt = [], self.src_lengths[i], self.tgt_lengths[i]
             batch.append(i)

@@ -366,16 +366,20 @@ def split_by_premise(
     return [e for e in examples if e.text not in dev_premises], [e for e in examples if e.text in dev_premises]
 
 
-def normalize(text: str) -> str:
-    """Lowercase and set words and punctuation apart by single spaces, for `WordTokenizer`.
+def normalize(text: str, lowercase: bool = True) -> str:
+    """Lowercase (optionally) and set words and punctuation apart by single spaces, for `WordTokenizer`.
 
     ``"Don't stop." -> "don't stop ."``; PTB-tokenised text (SST) keeps its tokens (``'s``).
     """
-    return " ".join(_WORD.findall(text.lower()))
+    return " ".join(_WORD.findall(text.lower() if lowercase else text))
 
 
 def build_vocab(
-    examples: Iterable[LabelledText], tokenizer: Tokenizer | None = None, min_freq: int = 1, max_size: int | None = None
+    examples: Iterable[LabelledText],
+    tokenizer: Tokenizer | None = None,
+    min_freq: int = 1,
+    max_size: int | None = None,
+    lowercase: bool = True,
 ) -> Vocabulary:
     """`Vocabulary.build` over the normalized texts (both texts of a pair).
 
@@ -384,10 +388,11 @@ def build_vocab(
         tokenizer: Splits normalized text (default: `WordTokenizer`).
         min_freq: Keep words seen at least this often.
         max_size: Largest vocabulary, the specials included.
+        lowercase: Lowercase before counting (as `normalize`).
     """
     tokenizer = tokenizer or WordTokenizer()
     texts = (t for e in examples for t in (e.text, e.text2) if t is not None)
-    return Vocabulary.build((tokenizer.tokenize(normalize(t)) for t in texts), min_freq, max_size)
+    return Vocabulary.build((tokenizer.tokenize(normalize(t, lowercase)) for t in texts), min_freq, max_size)
 
 
 @dataclass
@@ -400,7 +405,11 @@ class EncodedText:
 
 
 def encode_examples(
-    examples: Iterable[LabelledText], vocab: Vocabulary, label_map: LabelMap, tokenizer: Tokenizer | None = None
+    examples: Iterable[LabelledText],
+    vocab: Vocabulary,
+    label_map: LabelMap,
+    tokenizer: Tokenizer | None = None,
+    lowercase: bool = True,
 ) -> list[EncodedText]:
     """Normalize, tokenize and look up every text; drop (and log) examples with no token left.
 
@@ -412,8 +421,8 @@ def encode_examples(
     for number, e in enumerate(examples, start=1):
         if e.label not in label_map:
             raise DataError(f"example {number}: unknown label {e.label!r} (known: {', '.join(label_map.labels)})")
-        ids = vocab.encode(tokenizer.tokenize(normalize(e.text)))
-        ids2 = None if e.text2 is None else vocab.encode(tokenizer.tokenize(normalize(e.text2)))
+        ids = vocab.encode(tokenizer.tokenize(normalize(e.text, lowercase)))
+        ids2 = None if e.text2 is None else vocab.encode(tokenizer.tokenize(normalize(e.text2, lowercase)))
         if not ids or ids2 == []:
             dropped += 1
         else:

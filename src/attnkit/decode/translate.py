@@ -2,7 +2,9 @@
 
 Sentences are sorted by length so each batch carries little padding, decoded with greedy or beam
 search (`beam == 1` is greedy), and returned in input order with their n-best lists and, on request,
-the cross-attention of each output token.
+the cross-attention of each output token. A line of more than `SearchSettings.max_src_len` pieces
+is refused with an error naming it: decoding time grows with the square of the length, so one
+runaway line (say 100,000 characters) would otherwise stall the whole input.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from torch import Tensor, nn
 from attnkit.data.batching import collate
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
+from attnkit.errors import DataError
 from attnkit.runs import Vocabs
 
 
@@ -40,6 +43,7 @@ class SearchSettings:
     max_len_a: float = 1.0
     max_len_b: int = 50
     batch_size: int = 64
+    max_src_len: int = 1024  # source pieces per line (the Transformer's default max_positions)
 
 
 def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
@@ -58,9 +62,18 @@ def translate(
     device: torch.device | str = "cpu",
     return_attention: bool = False,
     progress: Callable[[int], None] | None = None,
+    source: str = "input",
 ) -> list[list[Translation]]:
-    """Translate `lines`; returns the n-best list of each line, in input order."""
+    """Translate `lines`; returns the n-best list of each line, in input order.
+
+    Raises:
+        DataError: A line has more than `settings.max_src_len` pieces (`source` names the input).
+    """
     src_pieces = [vocabs.src_tokenizer.tokenize(line) for line in lines]
+    for number, pieces in enumerate(src_pieces, start=1):
+        if len(pieces) > settings.max_src_len:
+            limit = settings.max_src_len
+            raise DataError(f"{source}, line {number}: {len(pieces)} pieces, more than the {limit} a line may have")
     examples = [(vocabs.src_vocab.encode(p), []) for p in src_pieces]  # collate appends EOS
     results: list[list[Translation]] = [[] for _ in lines]
     for index in _batches([len(src) for src, _ in examples], settings.batch_size):

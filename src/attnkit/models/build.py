@@ -6,12 +6,28 @@ from torch import nn
 
 from attnkit.config.schema import Model
 from attnkit.models.rnn import RNNSeq2Seq
+from attnkit.models.sentence import SelfAttentiveClassifier
 from attnkit.models.transformer import Transformer
 
 
 def build_model(cfg: Model, *, src_vocab_size: int, tgt_vocab_size: int, joint_vocab: bool) -> nn.Module:
-    """The model described by `cfg` for the given vocabulary sizes."""
+    """The model described by `cfg` for the given vocabulary sizes (a sase model: words and classes)."""
     match cfg.kind:
+        case "sase":
+            return SelfAttentiveClassifier(
+                vocab_size=src_vocab_size,
+                num_classes=tgt_vocab_size,
+                embed_dim=cfg.embed_dim,
+                u=cfg.u,
+                d_a=cfg.d_a,
+                r=cfg.r,
+                mlp_hidden=cfg.mlp_hidden,
+                dropout=cfg.dropout,
+                word_dropout=cfg.word_dropout,
+                encoder=cfg.encoder,
+                pooling=cfg.pooling,
+                pair=cfg.pair,
+            )
         case "transformer":
             return Transformer(
                 src_vocab_size=src_vocab_size,

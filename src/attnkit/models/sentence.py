@@ -78,11 +78,13 @@ class SelfAttentiveClassifier(nn.Module):
         r: Number of attention hops (W_s2 is r x d_a).
         mlp_hidden: Hidden units of the output MLP.
         dropout: Dropout before each layer of the output MLP.
+        word_dropout: In training, replace each word by ``unk_id`` with this probability.
         encoder: ``"bilstm"``, or ``"none"`` for H = the word embeddings.
         pooling: ``"attention"`` (the paper), ``"mean"`` or ``"last"`` (baselines).
         pair: ``"none"`` (one sentence), ``"factor"`` or ``"concat"`` (sentence pairs).
         d_f: Factor width of ``pair="factor"`` (default: the width of H).
         pad_id: Padding id; its embedding row stays zero.
+        unk_id: Unknown-word id, for word dropout.
     """
 
     def __init__(
@@ -96,11 +98,13 @@ class SelfAttentiveClassifier(nn.Module):
         r: int = 30,
         mlp_hidden: int = 3000,
         dropout: float = 0.5,
+        word_dropout: float = 0.0,
         encoder: Encoder = "bilstm",
         pooling: Pooling = "attention",
         pair: Pair = "none",
         d_f: int | None = None,
         pad_id: int = 0,
+        unk_id: int = 1,
     ) -> None:
         super().__init__()
         for name, value, kind in (("encoder", encoder, Encoder), ("pooling", pooling, Pooling), ("pair", pair, Pair)):
@@ -109,6 +113,7 @@ class SelfAttentiveClassifier(nn.Module):
         if pooling == "last" and encoder != "bilstm":
             raise ValueError("pooling='last' takes the bi-LSTM's final states and needs encoder='bilstm'")
         self.pooling, self.pair = pooling, pair
+        self.word_dropout, self.unk_id = word_dropout, unk_id
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
         self.lstm = nn.LSTM(embed_dim, u, batch_first=True, bidirectional=True) if encoder == "bilstm" else None
         width = 2 * u if encoder == "bilstm" else embed_dim  # width of H
@@ -138,6 +143,9 @@ class SelfAttentiveClassifier(nn.Module):
         Returns:
             ``(M (B, R, 2u), A (B, R, S))`` with attention pooling, else ``(pooled (B, 2u), None)``.
         """
+        if self.training and self.word_dropout:
+            drop = torch.rand(tokens.shape, device=tokens.device) < self.word_dropout  # (B, S)
+            tokens = tokens.masked_fill(drop & keep, self.unk_id)  # (B, S)
         x = self.embedding(tokens)  # (B, S, E)
         if self.lstm is None:
             h, last = x, None  # (B, S, E)

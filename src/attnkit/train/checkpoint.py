@@ -6,8 +6,10 @@ and `checkpoints/step_NNNNNNNN/` folders, each with:
 - `trainer.safetensors`: optimizer tensors and RNG states (absent in averaged checkpoints);
 - `state.json`: the `TrainState`, optimizer hyper-parameters and metrics.
 
-A checkpoint folder is written under a temporary name, fsynced and renamed, so a crash leaves either
-the old set of checkpoints or the new one, never a partial folder.
+A checkpoint folder is written under a temporary name (`.tmp-...`), fsynced and renamed, and a
+folder is deleted by renaming it to a temporary name first, so a crash (even SIGKILL) leaves complete
+checkpoints only; `remove_leftovers` deletes what a killed writer left when training starts again.
+Only rank 0 of a run writes its checkpoints.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from safetensors.torch import load_file, load_model, save_file, save_model
 from torch import nn
 
 from attnkit.errors import CheckpointError
-from attnkit.io import _fsync_dir
+from attnkit.io import _fsync_dir, remove_temporaries
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")
+TMP_PREFIX = ".tmp-"  # folders being written or deleted
 
 
 def checkpoint_dirs(run_dir: str | Path) -> list[Path]:
@@ -91,7 +94,7 @@ def _restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torc
 def _write_checkpoint_dir(run_dir: str | Path, step: int, write: Callable[[Path], None]) -> Path:
     """Create `checkpoints/step_{step}` atomically: `write(tmp_dir)`, fsync, rename."""
     final = Path(run_dir) / "checkpoints" / f"step_{step:08d}"
-    tmp = final.with_name(f".tmp-{final.name}-{os.getpid()}")
+    tmp = final.with_name(f"{TMP_PREFIX}{final.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -99,14 +102,32 @@ def _write_checkpoint_dir(run_dir: str | Path, step: int, write: Callable[[Path]
         for f in tmp.iterdir():
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
+        _fsync_dir(tmp)
         if final.exists():
-            shutil.rmtree(final)
+            _remove_dir(final)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _fsync_dir(final.parent)
     return final
+
+
+def remove_leftovers(run_dir: str | Path) -> list[Path]:
+    """Delete what a killed writer left in a run folder: checkpoint folders being written or deleted
+    (`checkpoints/.tmp-*`) and atomic-write temporaries. Call it only as the run's one writer."""
+    folders = sorted((Path(run_dir) / "checkpoints").glob(f"{TMP_PREFIX}*"))
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    return folders + remove_temporaries(run_dir)
+
+
+def _remove_dir(path: Path) -> None:
+    """Delete a checkpoint folder: rename it to a temporary name (atomic), then delete that."""
+    doomed = path.with_name(f"{TMP_PREFIX}old-{path.name}-{os.getpid()}")
+    os.replace(path, doomed)
+    _fsync_dir(path.parent)
+    shutil.rmtree(doomed)
 
 
 def save_checkpoint(
@@ -181,7 +202,7 @@ def prune(run_dir: str | Path, keep_last: int, keep: set[str]) -> None:
     dirs = checkpoint_dirs(run_dir)
     for path in dirs[: max(len(dirs) - keep_last, 0)]:
         if path.name not in keep:
-            shutil.rmtree(path)
+            _remove_dir(path)
 
 
 def average_checkpoints(checkpoints: list[Path]) -> dict[str, torch.Tensor]:

@@ -1,10 +1,15 @@
 """The training loop, as one plain function: `train(run, run_dir) -> TrainState`.
 
-In order: prepare data and vocabularies, build the model, then for each group of `accum` token
-batches: forward (autocast), label-smoothed loss, backward, clip, set the learning rate from the
-schedule, optimizer step; every `eval_every` updates: validation loss, perplexity and BLEU, attention
-entropy, a checkpoint (best and last K kept) and early stopping. `--resume` restores weights,
-optimizer, RNG states and the position in the epoch, so a resumed run equals an uninterrupted one.
+In order: the task prepares data and vocabularies and builds the model, then for each group of
+`accum` batches: forward (autocast), the task's loss, backward, clip, set the learning rate from the
+schedule, optimizer step; every `eval_every` updates: the task's validation metrics, a checkpoint
+(best and last K kept) and early stopping. `--resume` restores weights, optimizer, RNG states and
+the position in the epoch, so a resumed run equals an uninterrupted one.
+
+Model families differ only in their `Task` (`train/task.py`): translation (`train/translation.py`)
+and sentence classification (`train/classification.py`). Under torchrun the same function trains one
+data-parallel rank (`train/distributed.py`): its shard of the batches, gradients all-reduced, files
+written and validation run by rank 0 only.
 """
 
 from __future__ import annotations
@@ -15,8 +20,6 @@ import math
 import signal
 import threading
 import time
-from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -24,74 +27,53 @@ import torch
 from torch import nn
 
 from attnkit.config.schema import Run
-from attnkit.data.batching import Batch, TokenBatcher, collate, sequence_lengths
-from attnkit.data.prepare import prepare_translation
-from attnkit.decode.translate import SearchSettings, translate
+from attnkit.data.batching import TokenBatcher
 from attnkit.errors import CheckpointError, TrainingError
-from attnkit.evaluate.bleu import score_translations
-from attnkit.evaluate.metrics import attention_entropy, perplexity
-from attnkit.runs import Vocabs, build_for, read_run, write_run
-from attnkit.train.checkpoint import find_checkpoint, load_trainer, load_weights, prune, save_checkpoint
-from attnkit.train.corpus import corpus_splits
-from attnkit.train.losses import label_smoothed_nll
+from attnkit.io import atomic_write_text
+from attnkit.runs import read_run, same_vocabs, write_run
+from attnkit.train import distributed
+from attnkit.train.checkpoint import (
+    checkpoint_dirs, find_checkpoint, load_trainer, load_weights, prune, remove_leftovers, save_checkpoint,
+)  # fmt: skip
+from attnkit.train.classification import ClassificationTask
 from attnkit.train.metrics_log import MetricsLog
 from attnkit.train.precision import autocast, grad_scaler, pick_device
-from attnkit.train.schedules import make_schedule, teacher_forcing_ratio
+from attnkit.train.schedules import make_schedule
 from attnkit.train.state import TrainState
+from attnkit.train.task import Task
+from attnkit.train.translation import TranslationTask
 
 log = logging.getLogger("attnkit")
-PAD = 0
 
 
-@dataclass
-class TrainData:
-    vocabs: Vocabs
-    train: list[tuple[list[int], list[int]]]
-    valid: list[tuple[list[int], list[int]]]
-    valid_src: list[str]  # raw validation text, for BLEU
-    valid_ref: list[str]
-
-
-def load_data(run: Run, run_dir: Path, data_dir: str | None) -> TrainData:
-    """Read, check, tokenize and encode the training and validation splits."""
-    splits = corpus_splits(run.data, data_dir)
-    d = run.data
-    prepared = prepare_translation(
-        train=splits["train"], valid=splits["valid"], tokenizer=d.tokenizer, vocab_size=d.vocab_size,
-        joint=d.joint, max_len=d.max_len, cache_dir=run_dir.parent / ".attnkit-cache",
-        check_policy=d.check.model_dump(by_alias=True), max_ratio=d.max_ratio,
-    )  # fmt: skip
-    vocabs = Vocabs(prepared.src_tokenizer, prepared.tgt_tokenizer, prepared.src_vocab, prepared.tgt_vocab)
-    pairs = prepared.valid_pairs
-    return TrainData(vocabs, prepared.train, prepared.valid, [s for s, _ in pairs], [t for _, t in pairs])
+def make_task(run: Run, run_dir: Path, data_dir: str | None) -> Task:
+    """The run's task: the one place that tells translation from classification."""
+    if run.task == "classification":
+        return ClassificationTask(run, run_dir, data_dir)
+    return TranslationTask(run, run_dir, data_dir)
 
 
 def model_width(run: Run) -> int:
-    """d_model of the Noam schedule: the Transformer's d_model, an RNN's hidden size."""
+    """d_model of the Noam schedule: the Transformer's d_model, an RNN's hidden size, 2u of a bi-LSTM."""
     match run.model.kind:
         case "transformer":
             return run.model.d_model
         case "rnn":
             return run.model.hidden
+        case "sase":
+            return 2 * run.model.u
     raise AssertionError(f"unhandled model kind {run.model.kind}")
-
-
-def batch_loss(model: nn.Module, batch: Batch, epsilon: float, **forcing: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed label-smoothed loss and NLL of a teacher-forced batch (padding positions never projected).
-
-    `forcing` is passed to `model.features` (an RNN decoder's `teacher_forcing` ratio).
-    """
-    features = model.features(batch.src, batch.src_keep, batch.tgt_in, **forcing)  # (B, T, D)
-    keep = batch.tgt_out != PAD  # (B, T)
-    return label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
 
 
 class Trainer:
     """The pieces one update needs; `update` is the whole step."""
 
-    def __init__(self, run: Run, model: nn.Module, device: torch.device) -> None:
+    def __init__(
+        self, run: Run, model: nn.Module, device: torch.device, task: Task, world: distributed.World = distributed.World()
+    ) -> None:
         t = run.train
-        self.run, self.model, self.device = run, model, device
+        self.run, self.model, self.device, self.task, self.world = run, model, device, task, world
+        self.replica = distributed.Replica(model, world)  # computes the loss (through DDP on several ranks)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay)
         s = t.schedule
         match s.kind:
@@ -102,26 +84,22 @@ class Trainer:
             case "constant":
                 self.schedule = make_schedule("constant", lr=s.lr)
         self.scaler = grad_scaler(device, t.precision)
-        self.forcing = None  # the teacher-forcing schedule, for RNN decoders only
-        if run.model.kind == "rnn":
-            self.forcing = partial(teacher_forcing_ratio, **run.model.teacher_forcing.model_dump())
 
-    def forcing_kwargs(self, step: int) -> dict[str, float]:
-        """Extra arguments of `model.features` at 1-based update `step`."""
-        return {} if self.forcing is None else {"teacher_forcing": self.forcing(step)}
-
-    def update(self, batches: list[Batch], state: TrainState) -> float | None:
-        """One optimizer update over `batches` (accumulated); returns the loss per token, or None if skipped."""
+    def update(self, batches: list, state: TrainState) -> float | None:
+        """One optimizer update over `batches` (accumulated); returns the loss per token (or example), or None if skipped."""
         t = self.run.train
-        n_tokens = sum(b.n_tgt_tokens for b in batches)
+        n_local = sum(self.task.size(b) for b in batches)
+        n_tokens = int(self.world.sum([n_local], self.device)[0])  # over all ranks
         total = 0.0
-        forcing = self.forcing_kwargs(state.step + 1)
-        for batch in batches:
+        for i, batch in enumerate(batches):
             batch = batch.to(self.device)
-            with autocast(self.device, t.precision):
-                loss, _ = batch_loss(self.model, batch, t.label_smoothing, **forcing)
-            self.scaler.scale(loss / n_tokens).backward()
+            with self.replica.sync(i == len(batches) - 1):  # gradients are all-reduced after the last micro-batch
+                with autocast(self.device, t.precision):
+                    loss = self.replica(self.task.loss, batch, state.step + 1)
+                # DDP averages over ranks; x world size makes it (sum over every rank's items) / n_tokens
+                self.scaler.scale(loss * self.world.size / n_tokens).backward()
             total += loss.item()
+        total = self.world.sum([total], self.device)[0]  # every rank skips a NaN/inf update together
         if not math.isfinite(total):
             self.optimizer.zero_grad(set_to_none=True)
             state.bad_steps_in_row += 1
@@ -145,52 +123,29 @@ class Trainer:
         return total / n_tokens
 
 
-@torch.inference_mode()
-def validate(model: nn.Module, data: TrainData, run: Run, device: torch.device) -> dict[str, float]:
-    """Validation loss, perplexity, attention entropy and (optionally) BLEU and exact match."""
+def validate(model: nn.Module, task: Task, device: torch.device) -> dict[str, float]:
+    """The task's validation metrics, with the model in eval mode."""
     model.eval()
-    t = run.train
-    batcher = TokenBatcher(*sequence_lengths(data.valid), max_tokens=t.max_tokens, shuffle=False, seed=0)
-    loss_sum = nll_sum = n_tokens = 0.0
-    for index in batcher.epoch(0):
-        batch = collate(data.valid, index).to(device)
-        with autocast(device, t.precision):
-            loss, nll = batch_loss(model, batch, t.label_smoothing)
-        loss_sum, nll_sum, n_tokens = loss_sum + loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
-    metrics = {"loss": loss_sum / n_tokens, "ppl": perplexity(nll_sum, n_tokens)}
-    metrics.update(attention_health(model, collate(data.valid, list(range(min(32, len(data.valid))))).to(device)))
-    if t.eval_bleu:
-        n = t.eval_max_sentences or len(data.valid_src)
-        settings = SearchSettings(beam=t.eval_beam, alpha=run.decode.alpha, max_len_a=run.decode.max_len_a, max_len_b=run.decode.max_len_b, batch_size=run.decode.batch_size)
-        hyps = [nbest[0].text for nbest in translate(model, data.vocabs, data.valid_src[:n], settings, device=device)]
-        scores = score_translations(hyps, data.valid_ref[:n])
-        metrics["bleu"] = scores["bleu"]
-        metrics["exact"] = sum(h == r for h, r in zip(hyps, data.valid_ref[:n])) / max(n, 1)
+    metrics = task.validate(model, device)
     model.train()
     return metrics
 
 
-def attention_health(model: nn.Module, batch: Batch) -> dict[str, float]:
-    """Mean entropy (nats) of each attention kind and layer on a validation batch."""
-    maps = model.attentions(batch.src, batch.src_keep, batch.tgt_in)
-    src_keep = batch.src_keep[:, None, None, :]  # (B, 1, 1, S)
-    health = {}
-    for kind, layers, keep in (("enc", maps.encoder, src_keep), ("dec", maps.decoder_self, None), ("cross", maps.cross, src_keep)):
-        for i, weights in enumerate(layers):
-            health[f"entropy/{kind}{i}"] = attention_entropy(weights.float(), keep)
-    return health
+def _start(run: Run, run_dir: Path, task: Task, resume: bool, world: distributed.World) -> None:
+    """Refuse to overwrite a trained run; on resume, check the data gives the run's vocabularies.
 
-
-def _start(run: Run, run_dir: Path, data: TrainData, resume: bool) -> None:
-    """Refuse to overwrite a trained run; on resume, check the data gives the run's vocabularies."""
-    has_checkpoints = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
+    Rank 0 writes the run files, after deleting what a killed run left (temporary files and folders).
+    """
+    if world.is_main:
+        remove_leftovers(run_dir)
     if not resume:
-        if has_checkpoints:
+        if checkpoint_dirs(run_dir):
             raise CheckpointError(f"{run_dir}: already holds checkpoints; pass --resume to continue it, or choose another --out")
-        write_run(run_dir, run, data.vocabs)
+        if world.is_main:
+            write_run(run_dir, run, task.vocabs)
         return
     _, saved = read_run(run_dir)
-    if saved.src_vocab.to_json() != data.vocabs.src_vocab.to_json() or saved.tgt_vocab.to_json() != data.vocabs.tgt_vocab.to_json():
+    if not same_vocabs(saved, task.vocabs):
         raise CheckpointError(f"{run_dir}/run.json: the vocabulary built from the data differs from the run's (data or tokenizer settings changed)")
 
 
@@ -209,23 +164,30 @@ def _resume(run_dir: Path, trainer: Trainer) -> TrainState:
     if "cuda" in rng and trainer.device.type == "cuda":
         torch.cuda.set_rng_state(rng["cuda"], trainer.device)
     log.info("resumed from %s", checkpoint)
-    return TrainState.from_dict(saved["train_state"])
+    state = TrainState.from_dict(saved["train_state"])
+    if state.world_size != trainer.world.size:
+        state.batch_in_epoch = distributed.resume_position(state.batch_in_epoch, state.world_size, trainer.world.size)
+        log.info("trained on %d ranks, resumed on %d: batch %d of the epoch on each",
+                 state.world_size, trainer.world.size, state.batch_in_epoch)  # fmt: skip
+        state.world_size = trainer.world.size
+    return state
 
 
-def _is_better(run: Run, metrics: dict[str, float], best: float | None) -> bool:
-    if run.train.early_stopping == "bleu" and "bleu" in metrics:
-        return best is None or metrics["bleu"] > best
-    return best is None or -metrics["loss"] > best
+def _score(run: Run, metrics: dict[str, float]) -> float:
+    """The early-stopping metric, higher is better: BLEU or accuracy when measured, else -loss."""
+    key = run.train.early_stopping
+    return metrics[key] if key != "loss" and key in metrics else -metrics["loss"]
 
 
-def _evaluate_and_save(run: Run, run_dir: Path, trainer: Trainer, data: TrainData, state: TrainState) -> dict[str, float]:
+def _evaluate_and_save(run: Run, run_dir: Path, trainer: Trainer, state: TrainState) -> dict[str, float]:
     """Validate (its time counts as training wall clock), track the best, checkpoint, prune."""
     started = time.perf_counter()
-    metrics = validate(trainer.model, data, run, trainer.device)
+    metrics = validate(trainer.model, trainer.task, trainer.device)
     state.elapsed += time.perf_counter() - started
     name = f"step_{state.step:08d}"
-    if _is_better(run, metrics, state.best):
-        state.best = metrics["bleu"] if run.train.early_stopping == "bleu" and "bleu" in metrics else -metrics["loss"]
+    score = _score(run, metrics)
+    if state.best is None or score > state.best:
+        state.best = score
         state.best_checkpoint, state.evals_without_improvement = name, 0
     else:
         state.evals_without_improvement += 1
@@ -239,7 +201,7 @@ def _save(run: Run, run_dir: Path, trainer: Trainer, state: TrainState, metrics:
     """Checkpoint the current step (atomically), then keep the best and the last K."""
     save_checkpoint(run_dir, state.step, trainer.model, state={"train_state": state.to_dict(), "metrics": metrics},
                     optimizer=trainer.optimizer, rng=_rng_state(trainer.device))  # fmt: skip
-    (run_dir / "best.json").write_text(json.dumps({"checkpoint": state.best_checkpoint, "best": state.best}))
+    atomic_write_text(run_dir / "best.json", json.dumps({"checkpoint": state.best_checkpoint, "best": state.best}))
     prune(run_dir, run.train.keep_last, keep={state.best_checkpoint or ""})
 
 
@@ -249,7 +211,8 @@ class _StopOnSignal:
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
-        self.received: str | None = None
+        self.requested: str | None = None  # set by the handler, at any moment
+        self.received: str | None = None  # set between updates, at the same update on every rank
         self.previous: dict[int, object] = {}
 
     def __enter__(self) -> "_StopOnSignal":
@@ -258,10 +221,10 @@ class _StopOnSignal:
         return self
 
     def _handle(self, signum: int, frame: object) -> None:
-        if self.received is not None:
+        if self.requested is not None:
             raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
-        self.received = signal.Signals(signum).name
-        log.warning("%s: stopping after this update and writing a checkpoint (send it again to abort)", self.received)
+        self.requested = signal.Signals(signum).name
+        log.warning("%s: stopping after this update and writing a checkpoint (send it again to abort)", self.requested)
 
     def __exit__(self, *exc: object) -> None:
         for s, handler in self.previous.items():
@@ -286,39 +249,51 @@ def train(
     data_dir: str | None = None,
     on_event: Callable[[str, TrainState, dict], None] | None = None,
 ) -> TrainState:
-    """Train `run` into `run_dir`; `on_event(kind, state, info)` reports "step" and "valid" events."""
-    run_dir = Path(run_dir)
+    """Train `run` into `run_dir`; `on_event(kind, state, info)` reports "step" and "valid" events.
+
+    Launched by torchrun, each process trains one rank; only rank 0 reports events.
+    """
+    device = pick_device(run.train.device)
+    with distributed.process_group(device) as world:
+        return _train(run, Path(run_dir), world, world.device(device), resume, data_dir, on_event)
+
+
+def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.device, resume: bool, data_dir: str | None,
+           on_event: Callable[[str, TrainState, dict], None] | None) -> TrainState:  # fmt: skip
     t = run.train
-    device = pick_device(t.device)
     if t.threads:
         torch.set_num_threads(t.threads)
     torch.manual_seed(t.seed)
-    data = load_data(run, run_dir, data_dir)
-    _start(run, run_dir, data, resume)
-    model = build_for(run, data.vocabs).to(device)
-    trainer = Trainer(run, model, device)
-    state = _resume(run_dir, trainer) if resume else TrainState()
+    with world.main_first():  # rank 0 fills the tokenizer cache that the others then read
+        task = make_task(run, run_dir, data_dir)
+    _start(run, run_dir, task, resume, world)
+    model = task.build_model().to(device)
+    trainer = Trainer(run, model, device, task, world)
+    state = _resume(run_dir, trainer) if resume else TrainState(world_size=world.size)
     state.interrupted = None
-    batcher = TokenBatcher(*sequence_lengths(data.train), max_tokens=t.max_tokens, shuffle=True, seed=t.seed)
+    batcher = TokenBatcher(*task.train_lengths, max_tokens=t.max_tokens, max_sentences=t.max_sentences, shuffle=True, seed=t.seed,
+                           rank=world.rank, world_size=world.size)  # fmt: skip
     model.train()
-    emit = on_event or (lambda kind, state, info: None)
-    metrics_log = MetricsLog(run_dir)
+    emit = on_event if on_event is not None and world.is_main else (lambda kind, state, info: None)
+    metrics_log = MetricsLog(run_dir, enabled=world.is_main)
+    metrics_log.rewind(state.step)  # drop what a killed attempt logged after its last checkpoint
     last_eval = state.step
 
     def evaluate() -> None:
         nonlocal last_eval
         if state.step == last_eval:  # already validated and saved at this step
             return
-        metrics = _evaluate_and_save(run, run_dir, trainer, data, state)
+        metrics = _evaluate_and_save(run, run_dir, trainer, state) if world.is_main else {}
+        vars(state).update(world.broadcast(state.to_dict()))  # rank 0's best and early-stopping decision
         last_eval = state.step
         metrics_log.write({"kind": "valid", "step": state.step, "elapsed": state.elapsed, **metrics})
         emit("valid", state, metrics)
 
     with _StopOnSignal() as stop:
-        _loop(run, state, trainer, data, batcher, stop, emit, metrics_log, evaluate)
+        _loop(run, state, trainer, batcher, stop, emit, metrics_log, evaluate)
     if stop.received:  # checkpoint without validating, to exit quickly (a cluster's grace period)
         state.interrupted = stop.received
-        if state.step != last_eval:
+        if state.step != last_eval and world.is_main:
             _save(run, run_dir, trainer, state, {})
     else:
         evaluate()
@@ -326,7 +301,7 @@ def train(
     return state
 
 
-def _loop(run: Run, state: TrainState, trainer: Trainer, data: TrainData, batcher: TokenBatcher, stop: _StopOnSignal,
+def _loop(run: Run, state: TrainState, trainer: Trainer, batcher: TokenBatcher, stop: _StopOnSignal,
           emit: Callable, metrics_log: MetricsLog, evaluate: Callable[[], None]) -> None:  # fmt: skip
     """Updates until the run is done or a signal asks to stop; validation every `eval_every`."""
     t = run.train
@@ -335,12 +310,17 @@ def _loop(run: Run, state: TrainState, trainer: Trainer, data: TrainData, batche
         while state.batch_in_epoch < len(epoch) and not _done(run, state) and not stop.received:
             started = time.perf_counter()
             group = epoch[state.batch_in_epoch : state.batch_in_epoch + t.accum]
-            batches = [collate(data.train, index) for index in group]
+            batches = [trainer.task.collate(index) for index in group]
             loss = trainer.update(batches, state)
             state.batch_in_epoch += len(group)
             seconds = time.perf_counter() - started
-            state.elapsed += seconds
-            info = {"loss": loss, "lr": trainer.optimizer.param_groups[0]["lr"], "tokens": sum(b.n_tgt_tokens for b in batches), "seconds": seconds}
+            # Ranks agree on the clock (max_minutes) and on a signal any of them got, to stop together.
+            agreed = trainer.world.max([state.elapsed + seconds, float(stop.requested is not None)], trainer.device)
+            state.elapsed, stopping = agreed
+            if stopping:
+                stop.received = stop.requested or "a signal to another rank"
+            size = sum(trainer.task.size(b) for b in batches)
+            info = {"loss": loss, "lr": trainer.optimizer.param_groups[0]["lr"], trainer.task.unit: size, "seconds": seconds}
             emit("step", state, info)
             if state.step % t.log_every == 0 and loss is not None:
                 metrics_log.write({"kind": "train", "step": state.step, "epoch": state.epoch, "elapsed": state.elapsed, **info})

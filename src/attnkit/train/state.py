@@ -10,9 +10,10 @@ from typing import Any
 class TrainState:
     step: int = 0  # optimizer updates done
     epoch: int = 0  # current epoch (0-based)
-    batch_in_epoch: int = 0  # batches of the current epoch already consumed
+    batch_in_epoch: int = 0  # batches of the current epoch already consumed (by each rank)
+    world_size: int = 1  # ranks that trained it (resuming with another count rescales batch_in_epoch)
     elapsed: float = 0.0  # seconds of wall clock spent training, over all resumes
-    target_tokens: int = 0  # non-pad target tokens seen
+    target_tokens: int = 0  # non-pad target tokens seen (translation), examples seen (classification)
     best: float | None = None  # best validation metric so far
     best_checkpoint: str | None = None
     evals_without_improvement: int = 0

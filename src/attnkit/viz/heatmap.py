@@ -12,8 +12,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from attnkit.io import atomic_path  # noqa: E402
 
 
-def plot_attention(weights, src: list[str], tgt: list[str], path: str | Path, title: str = "") -> Path:
-    """Write a (T x S) heatmap with target tokens as rows and source tokens as columns."""
+def plot_attention(weights, src: list[str], tgt: list[str], path: str | Path, title: str = "",
+                   xlabel: str = "source", ylabel: str = "target") -> Path:  # fmt: skip
+    """Write a (T x S) heatmap with target tokens (queries) as rows and source tokens (keys) as columns."""
     rows = weights.tolist() if hasattr(weights, "tolist") else weights
     width = max(4.0, 0.32 * len(src) + 2.0)
     height = max(3.0, 0.32 * len(tgt) + 1.5)
@@ -21,8 +22,8 @@ def plot_attention(weights, src: list[str], tgt: list[str], path: str | Path, ti
     image = ax.imshow(rows, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     ax.set_xticks(range(len(src)), src, rotation=90, fontsize=8)
     ax.set_yticks(range(len(tgt)), tgt, fontsize=8)
-    ax.set_xlabel("source")
-    ax.set_ylabel("target")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)

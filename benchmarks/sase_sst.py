@@ -1,0 +1,98 @@
+"""SST-5 dev accuracy of the self-attentive sentence embedding (Lin et al. 2017) against its
+baselines, and the penalty ablation (coef 0 vs 1), all from random initialisation with `attnkit train`.
+
+    .venv/bin/python benchmarks/sase_sst.py [--only sase,coef1,bag,last] [--minutes 15] [--threads 1] [--set k=v ...]
+    .venv/bin/python benchmarks/sase_sst.py --record runs/sase-sst5 --variant sase   # a run trained with `attnkit train`
+
+Each variant is the `sase-sst5` preset with overrides, trained into runs/bench-sase-NAME (replaced),
+chosen on dev by accuracy (early stopping); the best checkpoint is then scored on the dev trees.
+Appends one JSON line per variant to benchmarks/results/sase_sst.jsonl and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from attnkit.config import load_config
+from attnkit.evaluate.classify import evaluate_labelled
+from attnkit.runs import load_run
+from attnkit.train.checkpoint import find_checkpoint
+from attnkit.train.loop import train
+from attnkit.train.state import TrainState
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESET = ROOT / "src/attnkit/presets/sase-sst5.yaml"
+RESULTS = ROOT / "benchmarks/results/sase_sst.jsonl"
+VARIANTS = {
+    "sase": [],  # the preset: bi-LSTM, r-hop attention
+    "coef0": ["model.coef=0"],  # penalty ablation
+    "coef1": ["model.coef=1"],
+    "bag": ["model.encoder=none", "model.pooling=mean"],  # bag-of-embeddings baseline
+    "last": ["model.pooling=last"],  # last-state bi-LSTM baseline
+}
+
+
+def run_variant(name: str, overrides: list[str], minutes: float, threads: int, data: str | None) -> dict:
+    sets = [*overrides, f"train.max_minutes={minutes}", f"train.threads={threads}"]
+    out = ROOT / "runs" / f"bench-sase-{name}"
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    train(load_config(PRESET, sets), out, data_dir=data)
+    return {**record(out, name, data), "overrides": sets, "wall_minutes": round((time.perf_counter() - started) / 60, 1)}
+
+
+def record(out: Path, name: str, data: str | None) -> dict:
+    """The figures of a trained run folder: its best checkpoint scored on the SST dev trees."""
+    state = TrainState.from_dict(json.loads((find_checkpoint(out, "last") / "state.json").read_text())["train_state"])
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    best_step = int(state.best_checkpoint.removeprefix("step_"))
+    best = next(r for r in records if r["kind"] == "valid" and r["step"] == best_step)
+    loaded = load_run(out, "best", task="classification")
+    dev = Path(data or ROOT.parent / "shared/data/sst") / "trees_dev.txt.gz"
+    report = evaluate_labelled(loaded, dev)
+    m = loaded.run.model
+    return {
+        "benchmark": "sase_sst5", "variant": name, "run": str(out),
+        "model": {k: getattr(m, k) for k in ("embed_dim", "u", "d_a", "r", "mlp_hidden", "coef", "dropout", "word_dropout", "encoder", "pooling")},
+        "lr": loaded.run.train.schedule.lr, "phrases": loaded.run.data.phrases,
+        "dev_accuracy": round(report["accuracy"], 4), "dev_macro_f1": round(report["macro_f1"], 4),
+        "hop_overlap": round(best["overlap"], 4) if "overlap" in best else None,
+        "penalty": round(best["penalty"], 3) if "penalty" in best else None,
+        "best_step": best_step, "minutes_to_best": round(best["elapsed"] / 60, 1),
+        "train_minutes": round(state.elapsed / 60, 1), "steps": state.step,
+        "examples_seen": state.target_tokens,
+        "params_m": round(sum(p.numel() for p in loaded.model.parameters()) / 1e6, 2),
+        "threads": loaded.run.train.threads, "torch": torch.__version__, "date": datetime.date.today().isoformat(),
+    }  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--only", default=",".join(VARIANTS), help="comma-separated variants: " + ", ".join(VARIANTS))
+    p.add_argument("--minutes", type=float, default=15.0, help="training budget per variant")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--data", help="SST folder (default: ../shared/data/sst)")
+    p.add_argument("--set", action="append", default=[], help="extra override for every variant")
+    p.add_argument("--record", metavar="RUN", help="only score this trained run folder")
+    p.add_argument("--variant", default="sase", help="the name --record files the run under")
+    args = p.parse_args()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    if args.record:
+        results = [record(Path(args.record), args.variant, args.data)]
+    else:
+        results = (run_variant(name, [*VARIANTS[name], *args.set], args.minutes, args.threads, args.data) for name in args.only.split(","))
+    for result in results:
+        print(json.dumps(result), flush=True)
+        with open(RESULTS, "a", encoding="utf-8") as f:
+            f.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The local web UI and JSON API (`attnkit serve`): FastAPI app, dynamic batching, static pages."""

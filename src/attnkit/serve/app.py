@@ -1,0 +1,223 @@
+"""`attnkit serve`: a local web UI and JSON API over one or more loaded runs (FastAPI + uvicorn).
+
+Routes: `/` (translate page), `/classify` (classify page), `/static/*` (their plain-JS assets),
+`POST /v1/translate`, `POST /v1/classify`, `GET /v1/models`, `GET /healthz`, `/openapi.json`.
+Every model runs on its own `DynamicBatcher` thread. Bad requests answer one clear `detail` line:
+413 for too many or too long texts (or a body too large for them), 422 for an empty or malformed
+body, 404 for an unknown model, 500 for a model error (the server keeps serving).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Hashable, Sequence
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from attnkit.errors import AttnkitError
+from attnkit.runs import LoadedRun, load_run
+from attnkit.serve import schemas
+from attnkit.serve.batcher import DynamicBatcher
+from attnkit.viz.explore import classification_record, explore, record, search_settings
+from attnkit.viz.report import template
+
+log = logging.getLogger("attnkit")
+STATIC = resources.files("attnkit.serve") / "static"
+ASSETS = {"attention.js": "text/javascript", "attention.css": "text/css", "page.js": "text/javascript", "translate.js": "text/javascript", "classify.js": "text/javascript"}
+ERRORS = {code: {"model": schemas.Error} for code in (404, 413, 422, 500)}
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_texts: int = 64
+    max_chars: int = 1000
+
+    @property
+    def max_body(self) -> int:
+        """Bytes a request body may have: the most texts at their longest (6 bytes a character, a
+        JSON \\uXXXX escape) and room for the other fields; larger bodies are refused unread."""
+        return self.max_texts * (6 * self.max_chars + 8) + 4096
+
+
+@dataclass(frozen=True)
+class Batching:
+    window_ms: float = 5.0
+    max_batch: int = 32
+
+
+class ServedModel:
+    """A loaded run and the batcher thread that owns it."""
+
+    def __init__(self, name: str, loaded: LoadedRun, batching: Batching) -> None:
+        self.name, self.loaded, self.batching = name, loaded, batching
+        self.task = loaded.run.task
+        self.batcher = DynamicBatcher(self._run, batching.window_ms / 1000, batching.max_batch, name)
+
+    def _run(self, key: Hashable, texts: list[str]) -> list[dict]:
+        if self.task == "translation":
+            settings, attention, words = key
+            return [record(e) for e in explore(self.loaded, texts, settings, maps=attention, words=words)]
+        from attnkit.evaluate.classify import classify_texts  # the sentence-model side, loaded when used
+
+        results = classify_texts(self.loaded, texts, batch_size=self.batching.max_batch)
+        return [classification_record(i, text, r, attention=key) for i, (text, r) in enumerate(zip(texts, results))]
+
+    def info(self) -> schemas.ModelInfo:
+        run, stats = self.loaded.run, self.batcher.stats
+        translation = self.task == "translation"
+        return schemas.ModelInfo(
+            name=self.name, task=self.task, kind=run.model.kind, run=str(self.loaded.checkpoint.parent.parent),
+            checkpoint=self.loaded.checkpoint.name, beam=run.decode.beam if translation else None,
+            alpha=run.decode.alpha if translation else None,
+            batching=schemas.BatchingInfo(window_ms=self.batching.window_ms, max_batch=self.batching.max_batch,
+                                          calls=stats.calls, texts=stats.texts, largest=stats.largest),
+        )  # fmt: skip
+
+
+def _pick(models: dict[str, ServedModel], name: str | None, task: str) -> ServedModel:
+    if name is None:
+        for model in models.values():
+            if model.task == task:
+                return model
+        raise HTTPException(404, f"no {task} model loaded (loaded: {', '.join(models)})")
+    if name not in models:
+        raise HTTPException(404, f"unknown model {name!r}; loaded: {', '.join(models)}")
+    if models[name].task != task:
+        other = "/v1/translate" if models[name].task == "translation" else "/v1/classify"
+        raise HTTPException(422, f"model {name!r} is a {models[name].task} model; use {other}")
+    return models[name]
+
+
+def _check_texts(texts: list[str], limits: Limits) -> None:
+    if not texts:
+        raise HTTPException(422, "texts: give at least one text")
+    if len(texts) > limits.max_texts:
+        raise HTTPException(413, f"texts: {len(texts)} texts, at most {limits.max_texts} per request")
+    for i, text in enumerate(texts):
+        if not text.strip():
+            raise HTTPException(422, f"texts[{i}]: empty text")
+        if len(text) > limits.max_chars:
+            raise HTTPException(413, f"texts[{i}]: {len(text)} characters, at most {limits.max_chars} per text")
+
+
+async def _call(model: ServedModel, key: Hashable, texts: list[str]) -> list[dict]:
+    try:
+        results = await asyncio.wrap_future(model.batcher.submit(key, texts))
+    except AttnkitError as e:
+        raise HTTPException(422, str(e)) from None
+    except Exception as e:
+        raise HTTPException(500, f"model {model.name!r} failed: {type(e).__name__}: {e}") from None
+    return [dict(r, id=i) for i, r in enumerate(results)]
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """One line for a malformed or invalid body, e.g. `body.beam: Input should be ... (got 0)`."""
+    parts = []
+    for err in exc.errors():
+        if err["type"] == "json_invalid":
+            return f"malformed JSON body: {err.get('ctx', {}).get('error', err['msg'])}"
+        where = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{where}: {err['msg']}" + (f" (got {err['input']!r})" if err["type"] != "missing" and "input" in err else ""))
+    return "; ".join(parts)[:500]
+
+
+def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching: Batching = Batching()) -> FastAPI:
+    """The app serving `models` by name (one batcher thread each)."""
+    served = {name: ServedModel(name, loaded, batching) for name, loaded in models.items()}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        for model in served.values():
+            model.batcher.close()
+
+    app = FastAPI(title="attnkit", summary="Translate, classify and look at attention", docs_url=None, redoc_url=None, lifespan=lifespan)
+    app.state.models = served
+    pages = {"/": (STATIC / "index.html").read_text(encoding="utf-8"), "/classify": (STATIC / "classify.html").read_text(encoding="utf-8")}
+    assets = {name: (STATIC / name).read_text(encoding="utf-8") if (STATIC / name).is_file() else template(name) for name in ASSETS}
+
+    @app.middleware("http")
+    async def cap_body(request: Request, call_next):
+        size = int(request.headers.get("content-length") or 0)
+        if size > limits.max_body:
+            return JSONResponse({"detail": f"request body of {size} bytes, at most {limits.max_body}"}, status_code=413)
+        return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def translate_page() -> str:
+        return pages["/"]
+
+    @app.get("/classify", response_class=HTMLResponse, include_in_schema=False)
+    async def classify_page() -> str:
+        return pages["/classify"]
+
+    @app.get("/static/{name}", include_in_schema=False)
+    async def static(name: str) -> Response:
+        if name not in assets:
+            raise HTTPException(404, f"no such file: /static/{name}")
+        return Response(assets[name], media_type=ASSETS[name])
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        return {"status": "ok", "models": len(served)}
+
+    @app.get("/v1/models", response_model=list[schemas.ModelInfo])
+    async def list_models() -> list[schemas.ModelInfo]:
+        return [model.info() for model in served.values()]
+
+    @app.post("/v1/translate", response_model=schemas.TranslateResponse, responses=ERRORS)
+    async def translate(body: schemas.TranslateRequest) -> dict:
+        model = _pick(served, body.model, "translation")
+        _check_texts(body.texts, limits)
+        try:
+            settings = search_settings(model.loaded.run.decode, body.beam, body.alpha, body.nbest)
+        except AttnkitError as e:
+            raise HTTPException(422, str(e)) from None
+        key = (replace(settings, batch_size=batching.max_batch), body.attention, body.words)
+        return {"model": model.name, "results": await _call(model, key, body.texts)}
+
+    @app.post("/v1/classify", response_model=schemas.ClassifyResponse, responses=ERRORS)
+    async def classify(body: schemas.ClassifyRequest) -> dict:
+        model = _pick(served, body.model, "classification")
+        _check_texts(body.texts, limits)
+        return {"model": model.name, "results": await _call(model, body.attention, body.texts)}
+
+    return app
+
+
+def load_models(runs: Sequence[str], checkpoint: str = "best", dtype=None) -> dict[str, LoadedRun]:
+    """Load each run under its folder name (two runs with one name are an error)."""
+    models: dict[str, LoadedRun] = {}
+    for run in runs:
+        name = Path(run).resolve().name
+        if name in models:
+            raise AttnkitError(f"{run}: two runs named {name!r}; serve copies under different folder names")
+        models[name] = load_run(run, checkpoint, dtype=dtype)
+    return models
+
+
+def serve(runs: Sequence[str], host: str = "127.0.0.1", port: int = 8000, limits: Limits = Limits(),
+          batching: Batching = Batching(), checkpoint: str = "best", dtype=None) -> None:  # fmt: skip
+    """Load `runs` and serve them until interrupted."""
+    import uvicorn
+
+    with socket.socket() as probe:  # a busy port is one clear line, before the models load
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise AttnkitError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    app = create_app(load_models(runs, checkpoint, dtype), limits, batching)
+    log.info("serving %s on http://%s:%d/", ", ".join(app.state.models), host, port)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

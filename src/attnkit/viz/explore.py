@@ -1,0 +1,149 @@
+"""Every attention map of a translation, ready to plot, embed in a report or serve as JSON.
+
+`explore` decodes sentences (n-best), then re-runs the best hypothesis teacher-forced through
+`model.attentions` to collect all maps in the common format: encoder self-attention (source x
+source), decoder self-attention (output x decoder input) and encoder-decoder attention (output x
+source), per layer and head. `merge_words` turns subword maps into word maps: the weights of a
+word's pieces are summed over keys (so rows still sum to 1) and averaged over queries.
+
+A translation record (`record`) extends the attention JSONL format of `viz.export` (`id`, `src`, `tgt`,
+`attention`, `score`) with `source`, `text`, `nbest` and `maps`:
+`{kind: {"rows": [query tokens], "cols": [key tokens], "layers": [[[[w]]]] (layer, head, row, col)}}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from attnkit.config.schema import Decode
+from attnkit.data.batching import collate
+from attnkit.data.vocab import SPECIALS
+from attnkit.decode.translate import SearchSettings, Translation, translate
+from attnkit.errors import AttnkitError
+from attnkit.runs import LoadedRun, Vocabs
+from attnkit.viz.export import attention_record
+
+TITLES = {"encoder": "encoder self-attention", "decoder_self": "decoder self-attention", "cross": "encoder-decoder attention"}
+WORD_START = "\u2581"  # SentencePiece's word-start mark (and the char tokenizer's space)
+
+
+@dataclass
+class AttentionView:
+    """One kind of attention of one sentence: per layer (H, Tq, Tk), rows = queries, cols = keys."""
+
+    kind: str
+    rows: list[str]
+    cols: list[str]
+    layers: list[Tensor]
+
+
+@dataclass
+class Explored:
+    """A source sentence, its n-best translations and the attention maps of the best one."""
+
+    index: int
+    source: str
+    nbest: list[Translation]
+    views: list[AttentionView]
+
+
+def search_settings(decode: Decode, beam: int | None = None, alpha: float | None = None, nbest: int | None = None,
+                    batch_size: int = 64) -> SearchSettings:  # fmt: skip
+    """The run's decoding settings with the given overrides; nbest defaults to the beam size."""
+    beam = beam or decode.beam
+    settings = SearchSettings(beam=beam, alpha=decode.alpha if alpha is None else alpha, nbest=nbest or beam,
+                              max_len_a=decode.max_len_a, max_len_b=decode.max_len_b, batch_size=batch_size)  # fmt: skip
+    if settings.nbest > settings.beam:
+        raise AttnkitError(f"nbest {settings.nbest} must be <= beam {settings.beam}")
+    return settings
+
+
+def explore(loaded: LoadedRun, lines: Sequence[str], settings: SearchSettings, *, maps: bool = True,
+            words: bool = False) -> list[Explored]:  # fmt: skip
+    """Translate `lines` and, with `maps`, collect every attention map of each best hypothesis."""
+    if loaded.run.task != "translation":
+        raise AttnkitError(f"{loaded.checkpoint.parent.parent}: a {loaded.run.model.kind} model does not translate (attnkit explain draws its attention)")
+    results = translate(loaded.model, loaded.vocabs, lines, settings, return_attention=maps)
+    views = attention_views(loaded.model, loaded.vocabs, [r[0] for r in results]) if maps else [[] for _ in results]
+    explored = [Explored(i, line, nbest, v) for i, (line, nbest, v) in enumerate(zip(lines, results, views))]
+    return [merge_words(e) for e in explored] if words and loaded.vocabs.src_tokenizer.kind != "word" else explored
+
+
+@torch.inference_mode()
+def attention_views(model: torch.nn.Module, vocabs: Vocabs, best: list[Translation]) -> list[list[AttentionView]]:
+    """The teacher-forced attention maps of each hypothesis, cut to its own lengths."""
+    if not best:
+        return []
+    # Decoder input = BOS + outputs but the last, so row t is the step that emitted output t.
+    examples = [(vocabs.src_vocab.encode(t.src_pieces[:-1]), vocabs.tgt_vocab.encode(t.tgt_pieces[:-1])) for t in best]
+    device = next(model.parameters()).device
+    batch = collate(examples, range(len(examples))).to(device)
+    maps = model.attentions(batch.src, batch.src_keep, batch.tgt_in)  # lists of (B, H, Tq, Tk)
+    out = []
+    for b, t in enumerate(best):
+        labels = {"encoder": (t.src_pieces, t.src_pieces), "decoder_self": (t.tgt_pieces, ["<s>"] + t.tgt_pieces[:-1]),
+                  "cross": (t.tgt_pieces, t.src_pieces)}  # fmt: skip
+        out.append([AttentionView(kind, rows, cols, [w[b, :, : len(rows), : len(cols)].float().cpu() for w in getattr(maps, kind)])  # (H, Tq, Tk)
+                    for kind, (rows, cols) in labels.items() if getattr(maps, kind)])  # fmt: skip
+    return out
+
+
+def word_groups(pieces: list[str]) -> list[list[int]]:
+    """Indices of the pieces of each word: a piece starting with "▁" or a special token starts one."""
+    groups: list[list[int]] = []
+    for i, piece in enumerate(pieces):
+        if not groups or piece.startswith(WORD_START) or piece in SPECIALS or pieces[i - 1] in SPECIALS:
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+    return groups
+
+
+def merge_matrix(weights: Tensor, row_groups: list[list[int]], col_groups: list[list[int]]) -> Tensor:
+    """(..., Tq, Tk) -> (..., Wq, Wk): keys summed within a word, queries averaged within a word."""
+    cols = torch.stack([weights[..., g].sum(-1) for g in col_groups], dim=-1)  # (..., Tq, Wk)
+    return torch.stack([cols[..., g, :].mean(-2) for g in row_groups], dim=-2)  # (..., Wq, Wk)
+
+
+def _words(pieces: list[str], groups: list[list[int]]) -> list[str]:
+    return ["".join(pieces[i] for i in g).replace(WORD_START, "") or WORD_START for g in groups]
+
+
+def merge_words(e: Explored) -> Explored:
+    """The explanation with subword pieces merged into words in every map and the best hypothesis."""
+    views = []
+    for v in e.views:
+        rows, cols = word_groups(v.rows), word_groups(v.cols)
+        views.append(AttentionView(v.kind, _words(v.rows, rows), _words(v.cols, cols), [merge_matrix(w, rows, cols) for w in v.layers]))
+    best = e.nbest[0]
+    src, tgt = word_groups(best.src_pieces), word_groups(best.tgt_pieces)
+    attention = None if best.attention is None else merge_matrix(best.attention, tgt, src)
+    best = replace(best, src_pieces=_words(best.src_pieces, src), tgt_pieces=_words(best.tgt_pieces, tgt), attention=attention)
+    return replace(e, nbest=[best, *e.nbest[1:]], views=views)
+
+
+def _rounded(t: Tensor) -> list:
+    return t.double().round(decimals=4).tolist()
+
+
+def record(e: Explored) -> dict:
+    """The JSON record of an explanation (the `viz.export` format plus text, n-best and maps)."""
+    best = e.nbest[0]
+    if best.attention is None:
+        out = {"id": e.index, "src": best.src_pieces, "tgt": best.tgt_pieces, "attention": None, "score": best.score}
+    else:
+        out = attention_record(e.index, best.src_pieces, best.tgt_pieces, best.attention, best.score)
+    out.update(source=e.source, text=best.text, nbest=[{"text": h.text, "score": round(h.score, 4), "finished": h.finished} for h in e.nbest])
+    if e.views:
+        out["maps"] = {v.kind: {"rows": v.rows, "cols": v.cols, "layers": [_rounded(w) for w in v.layers]} for v in e.views}
+    return out
+
+
+def classification_record(index: int, text: str, result, attention: bool = True) -> dict:
+    """The JSON record of an `attnkit.evaluate.classify.ClassifyResult` (attention: [hop][token])."""
+    return {"id": index, "text": text, "label": result.label, "probs": result.probs, "tokens": result.tokens,
+            "attention": result.attention if attention else None}  # fmt: skip

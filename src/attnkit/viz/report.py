@@ -1,0 +1,57 @@
+"""`attnkit report`: one self-contained HTML file (inline CSS, JS and data; opens from disk offline).
+
+The page shows, per sentence, the output, the n-best list and the interactive attention view of
+`templates/attention.js` (the same script the web UI serves); for a sentence classifier, the label,
+the class probabilities and the words shaded by each attention hop. The records are embedded verbatim as
+JSON in `<script type="application/json" id="attention-data">`, so a report is also a data file.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+from pathlib import Path
+
+from attnkit.decode.translate import SearchSettings
+from attnkit.io import atomic_write_text
+from attnkit.runs import LoadedRun
+from attnkit.viz.explore import classification_record, explore, record
+
+TEMPLATES = resources.files("attnkit.viz") / "templates"
+
+
+def template(name: str) -> str:
+    """A packaged template or asset (`report.html`, `attention.js`, `attention.css`) as text."""
+    return (TEMPLATES / name).read_text(encoding="utf-8")
+
+
+def embed_json(value) -> str:
+    """JSON that is safe inside a <script> element ("</" escaped as "<\\/", still valid JSON)."""
+    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
+
+
+def render_report(records: list[dict], title: str) -> str:
+    """The report page for `records` (from `viz.explore.record` or the classify API)."""
+    page = template("report.html")
+    parts = {"{{style}}": template("attention.css"), "{{script}}": template("attention.js"),
+             "{{title}}": html.escape(title), "{{data}}": embed_json(records)}  # fmt: skip
+    for key, value in parts.items():
+        page = page.replace(key, value)
+    return page
+
+
+def report_records(loaded: LoadedRun, lines: list[str], settings: SearchSettings, words: bool = False) -> list[dict]:
+    """The records of a report: translations with every attention map, or classifications with hops."""
+    if loaded.run.task == "classification":
+        from attnkit.evaluate.classify import classify_texts
+
+        return [classification_record(i, text, r) for i, (text, r) in enumerate(zip(lines, classify_texts(loaded, lines)))]
+    return [record(e) for e in explore(loaded, lines, settings, words=words)]
+
+
+def write_report(records: list[dict], path: str | Path, title: str = "attnkit report") -> Path:
+    """Write the report atomically; returns its path."""
+    path = Path(path)
+    atomic_write_text(path, render_report(records, title))
+    return path

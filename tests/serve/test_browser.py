@@ -1,0 +1,126 @@
+"""End to end in headless Chromium (Debian's `chromium`, driven by Playwright): translate on the web
+page, switch layer and head, hover tokens and watch the highlights; a screenshot is kept.
+
+The screenshot goes to the test's tmp folder and, if ATTNKIT_ARTIFACTS is set, into that folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+if not Path(CHROMIUM).is_file():
+    pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium; .ci/run installs it)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e .[dev])")
+
+
+@pytest.fixture(scope="module")
+def page(live_server):
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.errors = errors
+        yield page
+        browser.close()
+
+
+def weights(locator) -> list[str]:
+    return [span.get_attribute("data-weight") or "" for span in locator.all()]
+
+
+def colours(locator) -> list[str]:
+    return locator.evaluate_all("cells => cells.map(c => c.style.backgroundColor)")
+
+
+def test_translate_switch_layer_head_and_hover(page, live_server, tmp_path):
+    page.goto(live_server.url + "/")
+    page.wait_for_selector("#model option[value=tiny]", state="attached")
+    assert page.input_value("#beam") == "3"  # the run's decode.beam
+    page.fill("#text", "t1 t2 t3 t4")
+    page.click("#submit")
+    card = page.locator(".attn-card")
+    card.wait_for()
+    expected = live_server.app.state.models["tiny"]
+    assert page.locator("#status").inner_text() == "1 done by tiny"
+    assert card.locator(".attn-source").inner_text() == "t1 t2 t3 t4"
+    output = card.locator(".attn-output").inner_text()
+    assert output and set(output.split()) <= {f"t{i}" for i in range(10)}
+    assert card.locator(".attn-nbest li").count() == expected.loaded.run.decode.beam
+
+    # The encoder-decoder view: rows = output pieces (+ </s>), columns = source pieces + </s>.
+    keys, queries, cells = card.locator(".attn-keys .attn-token"), card.locator(".attn-queries .attn-token"), card.locator(".attn-heatmap td")
+    assert [k.inner_text() for k in keys.all()] == ["t1", "t2", "t3", "t4", "</s>"]
+    assert page.locator(".attn-layer option").count() == 2 and page.locator(".attn-head option").count() == 3  # mean, head 1, head 2
+    mean_layer1 = colours(cells)
+    page.select_option(".attn-layer", "1")
+    layer2 = colours(cells)
+    page.select_option(".attn-head", "1")
+    layer2_head2 = colours(cells)
+    assert len(mean_layer1) == queries.count() * keys.count() and mean_layer1 != layer2 != layer2_head2
+
+    # Hover an output token: the source tokens are shaded by its attention row; another row differs.
+    assert set(weights(keys)) == {""}
+    queries.nth(0).hover()
+    first = weights(keys)
+    assert all(first) and abs(sum(map(float, first)) - 1) < 2e-3  # a row of weights sums to 1
+    assert "attn-active" in queries.nth(0).get_attribute("class")
+    queries.nth(1).hover()
+    assert weights(keys) != first
+    # ... and the reverse: hovering a source token shades the output tokens by its column.
+    keys.nth(0).hover()
+    assert all(weights(queries)) and set(weights(keys)) == {""}
+
+    # Other kinds of attention: encoder self-attention is source x source.
+    page.select_option(".attn-kind", "encoder")
+    assert [q.inner_text() for q in queries.all()] == ["t1", "t2", "t3", "t4", "</s>"]
+    page.select_option(".attn-kind", "cross")
+    queries.nth(0).hover()
+
+    screenshot(page, tmp_path / "translate-page.png")
+    assert page.errors == []
+
+
+def test_classify_page_shades_words_per_hop(page, live_server, tmp_path):
+    page.goto(live_server.url + "/classify")
+    page.wait_for_selector("#model option[value=sase]", state="attached")
+    page.fill("#text", "t1 t2 t3 t4")
+    page.click("#submit")
+    card = page.locator(".attn-card")
+    card.wait_for()
+    assert card.locator(".attn-output").inner_text() in {"neg", "pos"} and card.locator(".attn-probs li").count() == 2
+    words = card.locator(".attn-keys .attn-token")
+    assert [w.inner_text() for w in words.all()] == ["t1", "t2", "t3", "t4"]
+    mean = weights(words)
+    assert max(map(float, mean)) == 1.0  # shading is relative to the most attended word
+    page.select_option(".attn-hop", "1")
+    assert weights(words) != mean
+    screenshot(page, tmp_path / "classify-page.png")
+    assert page.errors == []
+
+
+def screenshot(page, path: Path) -> None:
+    """Save a full-page screenshot as a test artifact (also into $ATTNKIT_ARTIFACTS when set)."""
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000
+    if os.environ.get("ATTNKIT_ARTIFACTS"):
+        Path(os.environ["ATTNKIT_ARTIFACTS"]).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(os.environ["ATTNKIT_ARTIFACTS"]) / path.name)
+
+
+def test_error_message_on_the_page(page, live_server):
+    page.goto(live_server.url + "/")
+    page.wait_for_selector("#model option[value=tiny]", state="attached")
+    page.fill("#text", "t1 " * 100)
+    page.click("#submit")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('error')")
+    assert page.locator("#status").inner_text() == "error 413: texts[0]: 299 characters, at most 200 per text"

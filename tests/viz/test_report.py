@@ -1,0 +1,44 @@
+"""`attnkit report`: one self-contained HTML file that embeds the attention records as JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from attnkit.cli import main
+from attnkit.viz.export import read_attention_jsonl
+
+DATA = re.compile(r'<script type="application/json" id="attention-data">(.*?)</script>', re.S)
+
+
+def test_report_is_self_contained_and_embeds_the_exported_records(tiny_transformer_run, tmp_path):
+    src = tmp_path / "src.txt"
+    src.write_text("t1 t2 t3\nt4 </script> t5\n")  # markup in the input must not end the data block
+    out = tmp_path / "report.html"
+    assert main(["report", str(tiny_transformer_run), "--input", str(src), "--out", str(out), "--beam", "2"]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert not re.search(r"https?://", html)  # no network: no external scripts, styles or fonts
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=\"(?!data:)", html)  # everything inline
+    assert "const AttnView" in html and ".attn-heatmap" in html
+    (data,) = DATA.findall(html)
+    records = json.loads(data)
+    assert [r["source"] for r in records] == ["t1 t2 t3", "t4 </script> t5"]
+    # The same records `attnkit translate --attention` writes, with text, n-best and maps added.
+    assert main(["translate", str(tiny_transformer_run), "--input", str(src), "--beam", "2", "--attention", str(tmp_path / "a.jsonl")]) == 0
+    for exported, embedded in zip(read_attention_jsonl(tmp_path / "a.jsonl"), records):
+        assert {k: embedded[k] for k in exported} == exported
+        assert len(embedded["nbest"]) == 2 and embedded["text"] == embedded["nbest"][0]["text"]
+        assert set(embedded["maps"]) == {"encoder", "decoder_self", "cross"}
+        layers = embedded["maps"]["cross"]["layers"]
+        assert len(layers) == 2 and len(layers[0]) == 2 and len(layers[0][0]) == len(embedded["tgt"])
+
+
+def test_report_of_a_sentence_classifier_embeds_labels_and_hops(tiny_sase_run, tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["report", str(tiny_sase_run), "T1 t2 t3", "--out", str(out)]) == 0
+    (record,) = json.loads(DATA.findall(out.read_text(encoding="utf-8"))[0])
+    assert record["text"] == "T1 t2 t3" and record["tokens"] == ["t1", "t2", "t3"] and record["label"] in {"neg", "pos"}
+    assert sum(record["probs"].values()) == pytest.approx(1.0)
+    assert len(record["attention"]) == 2 and all(sum(hop) == pytest.approx(1.0) for hop in record["attention"])  # r = 2 hops
