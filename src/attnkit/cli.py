@@ -35,6 +35,34 @@ def torch_dtype(name: str):
     return {"fp32": None, "bf16": torch.bfloat16}[name]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the house error format: one line `attnkit: error: ...`, exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"attnkit: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _number(kind: type, check, need: str):
+    """An argparse type: `kind(text)`, refused with `need` unless `check(value)`."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"must be {need}, got {text}")
+        return value
+
+    return parse
+
+
+positive_int = _number(int, lambda v: v >= 1, ">= 1")
+positive_float = _number(float, lambda v: v > 0, "> 0")
+non_negative_float = _number(float, lambda v: v >= 0, ">= 0")
+port = _number(int, lambda v: 0 <= v <= 65535, "a port number from 0 to 65535")
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     from attnkit.config import dump_config, load_config
 
@@ -166,12 +194,14 @@ def cmd_embed(args: argparse.Namespace) -> int:
     import numpy as np
 
     from attnkit.evaluate.classify import embed_texts
+    from attnkit.io import atomic_path
 
     if Path(args.out).is_dir():
         raise AttnkitError(f"{args.out}: is a directory, expected a .npy file path")
     texts, source = _texts(args)
     matrix = embed_texts(_classifier(args), texts, args.batch_size, mean_hops=args.mean_hops, source=source)
-    np.save(args.out, matrix)
+    with atomic_path(args.out) as tmp, open(tmp, "wb") as f:
+        np.save(f, matrix)
     print(f"{matrix.shape[0]} embeddings of size {matrix.shape[1]} written to {args.out}")
     return 0
 
@@ -274,7 +304,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="attnkit", description="Train, decode, evaluate and look inside attention models.")
+    parser = Parser(prog="attnkit", description="Train, decode, evaluate and look inside attention models.")
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -291,12 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="run folder written by `attnkit train` or `attnkit average`")
     p.add_argument("--input", help="input file (default: stdin)")
     p.add_argument("--output", help="output file (default: stdout)")
-    p.add_argument("--beam", type=int, help="beam size (1 = greedy; default: the run's decode.beam)")
-    p.add_argument("--alpha", type=float, help="length penalty alpha (default: the run's decode.alpha)")
-    p.add_argument("--nbest", type=int, default=1, help="print N hypotheses per line as `index<TAB>score<TAB>text`")
+    p.add_argument("--beam", type=positive_int, help="beam size (1 = greedy; default: the run's decode.beam)")
+    p.add_argument("--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
+    p.add_argument("--nbest", type=positive_int, default=1, help="print N hypotheses per line as `index<TAB>score<TAB>text`")
     p.add_argument("--attention", metavar="FILE.jsonl", help="also write source/target pieces and cross-attention per sentence")
     p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights (faster on CPUs with bf16 units)")
     p.set_defaults(func=cmd_translate)
 
@@ -305,10 +335,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--src", help="source file (translation)")
     p.add_argument("--ref", help="reference file (translation)")
     p.add_argument("--data", help="labelled file (sentence classifiers): SST trees, SNLI TSV, or TSV/CSV/JSONL with the run's columns")
-    p.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam)")
-    p.add_argument("--alpha", type=float, help="length penalty alpha")
+    p.add_argument("--beam", type=positive_int, help="beam size (default: the run's decode.beam)")
+    p.add_argument("--alpha", type=non_negative_float, help="length penalty alpha")
     p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights")
     p.set_defaults(func=cmd_evaluate)
 
@@ -328,12 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "classify":
             p.add_argument("--jsonl", action="store_true", help="one JSON object a line: label, probs, tokens, attention")
         p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
-        p.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+        p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
         p.set_defaults(func={"classify": cmd_classify, "embed": cmd_embed, "explain": cmd_explain}[name])
 
     p = sub.add_parser("average", help="average the last N checkpoints into a new run folder", description="Average the weights of the last N checkpoints (Vaswani et al. sec. 6.1).")
     p.add_argument("run")
-    p.add_argument("--last", type=int, required=True, help="how many of the latest checkpoints")
+    p.add_argument("--last", type=positive_int, required=True, help="how many of the latest checkpoints")
     p.add_argument("--out", required=True, help="new run folder")
     p.set_defaults(func=cmd_average)
 
@@ -347,8 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src")
     p.add_argument("tgt")
     p.add_argument("--config", help="take the fail/warn/skip policy from this config's data.check")
-    p.add_argument("--max-len", type=int, default=250, help="tokens (whitespace-separated) per side")
-    p.add_argument("--max-ratio", type=float, default=3.0, help="length ratio above which a pair is an outlier")
+    p.add_argument("--max-len", type=positive_int, default=250, help="tokens (whitespace-separated) per side")
+    p.add_argument("--max-ratio", type=positive_float, default=3.0, help="length ratio above which a pair is an outlier")
     p.set_defaults(func=cmd_data_check)
     p = data.add_parser("fetch", help="download a corpus and verify its checksums", description="Download Multi30k task 1 (raw en/de/fr/cs) and verify sha256 sums.")
     p.add_argument("corpus", choices=["multi30k"])
@@ -364,10 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--input", help="one sentence a line")
         p.add_argument("--out", required=True, help=out)
         p.add_argument("--words", action="store_true", help="merge subword pieces into words (keys summed, queries averaged)")
-        p.add_argument("--beam", type=int, help="beam size (1 = greedy; default: the run's decode.beam)")
-        p.add_argument("--alpha", type=float, help="length penalty alpha (default: the run's decode.alpha)")
+        p.add_argument("--beam", type=positive_int, help="beam size (1 = greedy; default: the run's decode.beam)")
+        p.add_argument("--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
         if name == "report":
-            p.add_argument("--nbest", type=int, help="hypotheses listed per sentence (default: the beam size)")
+            p.add_argument("--nbest", type=positive_int, help="hypotheses listed per sentence (default: the beam size)")
         p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
         p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights")
         p.set_defaults(func=cmd_plot if name == "plot" else cmd_report, nbest=None)
@@ -375,17 +405,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="a local web UI and JSON API for translation and classification", description="Serve runs on a local web page and a JSON API (/v1/translate, /v1/classify, /v1/models, /healthz, /openapi.json).")
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (each served under its folder name)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--max-texts", type=int, default=64, help="texts per request (more: 413)")
-    p.add_argument("--max-chars", type=int, default=1000, help="characters per text (more: 413)")
-    p.add_argument("--batch-window-ms", type=float, default=5.0, help="how long a batch waits for more requests")
-    p.add_argument("--max-batch", type=int, default=32, help="texts per model call (1 = no dynamic batching)")
+    p.add_argument("--port", type=port, default=8000, help="TCP port (0: any free port)")
+    p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413)")
+    p.add_argument("--max-chars", type=positive_int, default=1000, help="characters per text (more: 413)")
+    p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
+    p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
     p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo", help="the main job: train m30k-small briefly, translate, score and plot", description="Train m30k-small on Multi30k for a few minutes, translate test sentences, print BLEU and write a heatmap.")
-    p.add_argument("--minutes", type=float, default=5.0, help="training time budget")
+    p.add_argument("--minutes", type=positive_float, default=5.0, help="training time budget")
     p.add_argument("--data", help="Multi30k folder (default: data/multi30k or ../shared/data/multi30k, else download)")
     p.add_argument("--out", default="runs/demo", help="run folder (replaced if it holds an earlier demo)")
     p.set_defaults(func=cmd_demo)
@@ -393,7 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error already printed as one line
+        return 0 if e.code is None else int(e.code)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s: %(message)s")
     try:
         return args.func(args)

@@ -13,6 +13,7 @@ import logging
 import os
 import pickle
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -55,6 +56,7 @@ class Case:
     setup: Callable[[Path, Path], list[str]]  # (tmp, run) -> argv
     message: str  # a fragment the error line must contain
     output: str | None = None  # a file (relative to tmp) that must not exist afterwards
+    run: str = "tiny_run"  # the run folder `setup` gets: a fixture name (tiny_sase_run: a classifier)
 
 
 def _copy_run(run: Path, tmp: Path) -> Path:
@@ -101,6 +103,27 @@ def _translate_input(data: str | bytes) -> Callable[[Path, Path], list[str]]:
 
 def _evaluate(src: str | bytes, ref: str | bytes) -> Callable[[Path, Path], list[str]]:
     return lambda tmp, run: ["evaluate", str(run), "--src", str(_write(tmp, "s.txt", src)), "--ref", str(_write(tmp, "r.txt", ref))]
+
+
+SASE = "tiny_sase_run"
+_HELD: list[socket.socket] = []  # sockets kept open while a case runs
+
+
+def _classify_input(data: str | bytes) -> Callable[[Path, Path], list[str]]:
+    return lambda tmp, run: ["classify", str(run), "--input", str(_write(tmp, "in.txt", data))]
+
+
+def _evaluate_data(tsv: str) -> Callable[[Path, Path], list[str]]:
+    return lambda tmp, run: ["evaluate", str(run), "--data", str(_write(tmp, "d.tsv", tsv))]
+
+
+def _busy_port() -> int:
+    """A port on 127.0.0.1 that a listening socket holds."""
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    _HELD.append(held)
+    return held.getsockname()[1]
 
 
 def _train(src: str | bytes = GOOD_SRC, tgt: str | bytes = GOOD_TGT, extra: str = "") -> Callable[[Path, Path], list[str]]:
@@ -167,6 +190,23 @@ CASES = [
     Case("average: zero checkpoints", lambda tmp, run: ["average", str(run), "--last", "0", "--out", str(tmp / "avg")], "--last", "avg"),
     Case("average: output under a file", lambda tmp, run: ["average", str(run), "--last", "2", "--out", str(_write(tmp, "f", "") / "avg")], "f/avg"),
     # data fetch
+    # classify, embed, explain, evaluate --data (a sentence classifier)
+    Case("classify: input file missing", lambda tmp, run: ["classify", str(run), "--input", str(tmp / "none.txt")], "none.txt", run=SASE),
+    Case("classify: an empty line", _classify_input("t1 t2\n\nt3\n"), "in.txt, line 2: empty text", run=SASE),
+    Case("classify: invalid UTF-8 input", _classify_input(b"t1 t2\n\xff t3\n"), "in.txt, line 2", run=SASE),
+    Case("classify: a translation run", _classify_input("t1 t2\n"), "needs a classification run"),
+    Case("classify: batch size 0", lambda tmp, run: ["classify", str(run), "--batch-size", "0"], "--batch-size", run=SASE),
+    Case("evaluate --data: unknown label", _evaluate_data("text\tlabel\nt1 t2\tneg\nt3\tmaybe\n"), "line 3: unknown label 'maybe'", run=SASE),
+    Case("evaluate --data: missing column", _evaluate_data("sentence\tlabel\nt1 t2\tneg\n"), "no column 'text'", run=SASE),
+    Case("evaluate --data: a translation run", _evaluate_data("text\tlabel\nt1\tneg\n"), "--src FILE --ref FILE"),
+    Case("embed: output is a directory", lambda tmp, run: ["embed", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--out", str(tmp)], "directory", run=SASE),
+    Case("explain: no sentence", lambda tmp, run: ["explain", str(run), "--html", str(tmp / "x.html")], "give a sentence", "x.html", run=SASE),
+    Case("explain: --html under a file", lambda tmp, run: ["explain", str(run), "t1 t2", "--html", str(_write(tmp, "f", "") / "x.html")], "f/x.html", run=SASE),
+    # serve (refused before it binds)
+    Case("serve: run folder missing", lambda tmp, run: ["serve", str(tmp / "norun")], "norun"),
+    Case("serve: port out of range", lambda tmp, run: ["serve", str(run), "--port", "99999"], "--port"),
+    Case("serve: negative --max-texts", lambda tmp, run: ["serve", str(run), "--max-texts", "-1"], "--max-texts"),
+    Case("serve: port already in use", lambda tmp, run: ["serve", str(run), "--port", str(_busy_port())], "in use"),
     Case("fetch: a file missing from the mirror", lambda tmp, run: _fetch_from(tmp, corrupt=False), "train.en.gz"),
     Case("fetch: a file with the wrong checksum", lambda tmp, run: _fetch_from(tmp, corrupt=True), "train.en.gz"),
 ]
@@ -185,8 +225,8 @@ def _train_file_replaced(tmp: Path, make: Callable[[Path], None]) -> list[str]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_bad_input_is_one_clear_line(case: Case, tiny_run: Path, tmp_path: Path, capsys) -> None:
-    argv = case.setup(tmp_path, tiny_run)
+def test_bad_input_is_one_clear_line(case: Case, request, tmp_path: Path, capsys) -> None:
+    argv = case.setup(tmp_path, request.getfixturevalue(case.run))
     capsys.readouterr()
     code = main(argv)
     captured = capsys.readouterr()
