@@ -428,6 +428,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version, or a usage error already printed as one line
         return 0 if e.code is None else int(e.code)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s: %(message)s")
+    if argv is None and args.command == "train":  # a real command line, not a library call
+        from attnkit.allocator import use_jemalloc
+
+        use_jemalloc(sys.argv[1:])
     try:
         return args.func(args)
     except AttnkitError as e:
