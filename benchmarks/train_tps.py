@@ -1,6 +1,7 @@
 """Training throughput of M30K-small (PEERS.md): target tokens/s over updates after a warm-up, peak RSS.
 
     .venv/bin/python benchmarks/train_tps.py [--updates 60] [--skip 20] [--precision fp32|bf16] [--data DIR]
+        [--allocator jemalloc|system]
 
 Prints one JSON line. Run it alone on the machine (2 cores: anything else running skews it).
 """
@@ -9,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import sys
 import time
 from pathlib import Path
 
 import torch
 
+from attnkit.allocator import MARKER, use_jemalloc
 from attnkit.config import load_config
 from attnkit.data.batching import TokenBatcher
 from attnkit.train.loop import Trainer
@@ -34,7 +38,10 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--set", action="append", default=[])
     p.add_argument("--device", default="cpu")
+    p.add_argument("--allocator", choices=["jemalloc", "system"], default="jemalloc", help="as `attnkit train` (allocator.py)")
     args = p.parse_args()
+    if args.allocator == "jemalloc":
+        use_jemalloc(sys.argv)
     torch.set_num_threads(args.threads)
     run = load_config(PRESET, [f"train.precision={args.precision}", f"train.device={args.device}", *args.set])
     task = TranslationTask(run, Path("runs/bench"), args.data)
@@ -63,7 +70,7 @@ def main() -> None:
         "tgt_tok_s": round(tokens / seconds), "src_tgt_tok_s": round((tokens + src_tokens) / seconds),
         "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3),
         "params_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 2),
-        "overrides": args.set,
+        "overrides": args.set, "allocator": os.environ.get(MARKER, "system"),
     }))  # fmt: skip
 
 

@@ -43,8 +43,12 @@ def jemalloc_env(environ: dict[str, str]) -> dict[str, str] | None:
     }
 
 
-def use_jemalloc(argv: list[str]) -> None:
-    """Re-execute `python -m attnkit ARGV` with jemalloc preloaded, if `jemalloc_env` says so."""
+def use_jemalloc(command: list[str]) -> None:
+    """Re-execute `python COMMAND...` with jemalloc preloaded, if `jemalloc_env` says so.
+
+    `command` is what follows the interpreter: `["-m", "attnkit", *sys.argv[1:]]` for the CLI,
+    `sys.argv` for a script such as `benchmarks/train_tps.py`.
+    """
     if os.environ.get(MARKER):
         log.info("memory allocator: %s (set ATTNKIT_ALLOCATOR=system to use the system's)", os.environ[MARKER])
         return
@@ -52,4 +56,4 @@ def use_jemalloc(argv: list[str]) -> None:
     if env is not None:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable, "-m", "attnkit", *argv], env)
+        os.execve(sys.executable, [sys.executable, *command], env)

@@ -431,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None and args.command == "train":  # a real command line, not a library call
         from attnkit.allocator import use_jemalloc
 
-        use_jemalloc(sys.argv[1:])
+        use_jemalloc(["-m", "attnkit", *sys.argv[1:]])
     try:
         return args.func(args)
     except AttnkitError as e:
