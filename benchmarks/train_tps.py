@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit.allocator import MARKER, use_jemalloc
+from attnkit.allocator import MARKER, limit_primitive_cache, use_jemalloc
 from attnkit.config import load_config
 from attnkit.data.batching import TokenBatcher
 from attnkit.train.loop import Trainer
@@ -42,6 +42,7 @@ def main() -> None:
     args = p.parse_args()
     if args.allocator == "jemalloc":
         use_jemalloc(sys.argv)
+    limit_primitive_cache()  # as `attnkit train`
     torch.set_num_threads(args.threads)
     run = load_config(PRESET, [f"train.precision={args.precision}", f"train.device={args.device}", *args.set])
     task = TranslationTask(run, Path("runs/bench"), args.data)

@@ -26,6 +26,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from attnkit.allocator import limit_primitive_cache
 from attnkit.config.schema import Run
 from attnkit.data.batching import TokenBatcher
 from attnkit.errors import CheckpointError, TrainingError
@@ -253,6 +254,7 @@ def train(
 
     Launched by torchrun, each process trains one rank; only rank 0 reports events.
     """
+    limit_primitive_cache()
     device = pick_device(run.train.device)
     with distributed.process_group(device) as world:
         return _train(run, Path(run_dir), world, world.device(device), resume, data_dir, on_event)
