@@ -50,7 +50,7 @@ def use_jemalloc(command: list[str]) -> None:
     `sys.argv` for a script such as `benchmarks/train_tps.py`.
     """
     if os.environ.get(MARKER):
-        log.info("memory allocator: %s (set ATTNKIT_ALLOCATOR=system to use the system's)", os.environ[MARKER])
+        log.debug("memory allocator: %s (set ATTNKIT_ALLOCATOR=system to use the system's)", os.environ[MARKER])
         return
     env = jemalloc_env(dict(os.environ))
     if env is not None:
