@@ -37,8 +37,8 @@ def main() -> None:
         state = gpu.init_state(gpu.encode(s, k), k)
         worst = 0.0
         for i in range(t.size(1)):
-            lp, state, _ = gpu.step(t[:, i : i + 1], state)
-            worst = max(worst, (lp - full[:, i]).abs().max().item())
+            logits, state, _ = gpu.step(t[:, i : i + 1], state)
+            worst = max(worst, (F.log_softmax(logits.float(), -1) - full[:, i]).abs().max().item())
         out["cached_vs_full_max_abs_diff"] = worst
         gpu_beam = beam_search(gpu, s, k, beam=4, max_len_b=10)
         out["beam_tokens_equal_cpu_cuda"] = sum(a[0].tokens == b[0].tokens for a, b in zip(cpu_beam, gpu_beam)) / len(cpu_beam)

@@ -3,19 +3,22 @@
     .venv/bin/python benchmarks/rnn_compare.py train [--models none bahdanau ...] [--minutes 15]
     .venv/bin/python benchmarks/rnn_compare.py report
 
-`train` trains each model on Multi30k En->De for the same minutes of wall clock (validation
-included) with `attnkit train`, one at a time, then translates test_2016_flickr with beam 4 and
-appends one JSON line per model to benchmarks/results/rnn_compare.jsonl: sacreBLEU, chrF, updates,
-and BLEU per source-length bucket. The runs need not be made at once (`--models` picks some);
-the last line of each model counts. `report` prints the Markdown table and writes the
-BLEU-against-source-length plot (Bahdanau et al. 2015, fig. 2) to
-benchmarks/results/rnn_compare_length.png. Run it alone on the machine.
+`train` trains each model into runs/compare-NAME (replaced) on Multi30k En->De for the same
+minutes of wall clock (validation included) with `attnkit train`, one at a time, then translates
+test_2016_flickr with beam 4 and appends one JSON line per model to
+benchmarks/results/rnn_compare.jsonl: sacreBLEU, chrF, updates, and BLEU per source-length bucket.
+The runs need not be made at once (`--models` picks some); the last line of each model counts.
+`report` prints the Markdown table and writes the BLEU-against-source-length plot (Bahdanau et al.
+2015, fig. 2) to benchmarks/results/rnn_compare_length.png. Nothing else may run on the machine
+but two such runs at once with `--set train.threads=1` (each then has one of the two cores; the
+`threads` column says which runs were made that way).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +50,7 @@ def train_one(name: str, minutes: float, data: Path, runs: Path, extra: list[str
 
     preset, overrides = MODELS[name]
     out = runs / f"compare-{name}"
+    shutil.rmtree(out, ignore_errors=True)  # the benchmark's own folder: a new run each time
     sets = [f"train.max_minutes={minutes}", "train.max_steps=null", *overrides, *extra]
     cmd = [sys.executable, "-m", "attnkit", "train", preset, "--out", str(out), "--data", str(data)]
     subprocess.run(cmd + [a for s in sets for a in ("--set", s)], check=True)
@@ -74,11 +78,12 @@ def report() -> None:
     for line in RESULTS.read_text().splitlines():
         record = json.loads(line)
         latest[record["model"]] = record
-    print("| model | minutes | updates | test_2016 BLEU (beam 4) | chrF |\n|---|---|---|---|---|")
+    print("| model | minutes | threads | updates | test_2016 BLEU (beam 4) | chrF |\n|---|---|---|---|---|---|")
     for name in MODELS:
         if name in latest:
             r = latest[name]
-            print(f"| {name} | {r['minutes']} | {r['updates']} | {r['test_bleu_beam4']} | {r['test_chrf']} |")
+            threads = next((o.split("=")[1] for o in r["overrides"] if o.startswith("train.threads=")), "2")
+            print(f"| {name} | {r['minutes']} | {threads} | {r['updates']} | {r['test_bleu_beam4']} | {r['test_chrf']} |")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-"""Memory of training runs: jemalloc when it is installed (Linux), and a small oneDNN primitive cache.
+"""Memory of training and decoding: jemalloc when it is installed (Linux), and a small oneDNN primitive cache.
 
 PyTorch takes CPU tensor memory from malloc. Token batches give every update tensors of new
 shapes, and glibc's malloc fragments under that pattern: measured with
@@ -7,8 +7,12 @@ shapes, and glibc's malloc fragments under that pattern: measured with
 target tokens/s). jemalloc keeps freed pages for reuse (`dirty_decay_ms:-1`): returning them to the
 system costs page faults at every update (2,057 tokens/s with its default decay).
 
-A running process cannot change its malloc, so `attnkit train` started from the command line
-re-executes itself once with the library preloaded (`LD_PRELOAD`; same process id, same
+Decoding allocates a new (rows, vocabulary) block of scores at every step; glibc returns blocks that
+large to the system and takes them back with page faults each time. With jemalloc, beam 5 on 256
+test sentences (bf16, one thread, m30k-small) ran 96 against 84 sentences/s.
+
+A running process cannot change its malloc, so `attnkit train`, `translate`, `evaluate` and `serve`
+started from the command line re-execute themselves once with the library preloaded (`LD_PRELOAD`; same process id, same
 arguments). `ATTNKIT_ALLOCATOR=system` turns this off; an `LD_PRELOAD` that already names jemalloc
 is left alone. Install it with `apt install libjemalloc2` (Debian/Ubuntu) or your system's package.
 """

@@ -16,6 +16,8 @@ from typing import Sequence
 from attnkit import __version__
 from attnkit.errors import AttnkitError, DataError
 
+JEMALLOC_COMMANDS = {"train", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
+
 PRESETS = Path(__file__).parent / "presets"
 
 
@@ -115,7 +117,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
     loaded = load_run(args.run, args.checkpoint, dtype=torch_dtype(args.dtype), task="translation")
     d = loaded.run.decode
     settings = SearchSettings(beam=args.beam or d.beam, alpha=d.alpha if args.alpha is None else args.alpha,
-                              nbest=args.nbest, max_len_a=d.max_len_a, max_len_b=d.max_len_b, batch_size=args.batch_size)  # fmt: skip
+                              nbest=args.nbest, max_len_a=d.max_len_a, max_len_b=d.max_len_b, batch_size=args.batch_size,
+                              workers=args.workers)  # fmt: skip
     if settings.nbest > settings.beam:
         raise AttnkitError(f"--nbest {settings.nbest} must be <= --beam {settings.beam}")
     lines = _read_input(args.input)
@@ -157,7 +160,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.data or not (args.src and args.ref):
         raise AttnkitError(f"{args.run}: a translation run: evaluate it with --src FILE --ref FILE (--data is for sentence classifiers)")
     report = evaluate_run(args.run, args.src, args.ref, beam=args.beam, alpha=args.alpha, checkpoint=args.checkpoint,
-                          batch_size=args.batch_size, dtype=torch_dtype(args.dtype))  # fmt: skip
+                          batch_size=args.batch_size, dtype=torch_dtype(args.dtype), workers=args.workers)  # fmt: skip
     print(json.dumps(report, indent=1))
     return 0
 
@@ -328,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights (faster on CPUs with bf16 units)")
+    p.add_argument("--workers", type=positive_int, help="CPU: batches decoded at once, one thread each (default: the number of threads)")
     p.set_defaults(func=cmd_translate)
 
     p = sub.add_parser("evaluate", help="score a run on a test set, as JSON", description="Translation runs: translate --src and score it against --ref (sacreBLEU, lowercased BLEU, chrF). Sentence classifiers: accuracy, macro-F1 and the confusion matrix on --data.")
@@ -340,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights")
+    p.add_argument("--workers", type=positive_int, help="CPU: batches decoded at once, one thread each (default: the number of threads)")
     p.set_defaults(func=cmd_evaluate)
 
     for name, help in (("classify", "label and class probabilities of each sentence"),
@@ -428,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version, or a usage error already printed as one line
         return 0 if e.code is None else int(e.code)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s: %(message)s")
-    if argv is None and args.command == "train":  # a real command line, not a library call
+    if argv is None and args.command in JEMALLOC_COMMANDS:  # a real command line, not a library call
         from attnkit.allocator import use_jemalloc
 
         use_jemalloc(["-m", "attnkit", *sys.argv[1:]])

@@ -45,8 +45,8 @@ def test_steps_equal_the_teacher_forced_pass(variant: str) -> None:
         full = model(src, keep, tgt_in).log_softmax(-1)  # (B, T, V)
         state = model.init_state(model.encode(src, keep), keep)
         for t in range(tgt_in.size(1)):
-            log_probs, state, attn = model.step(tgt_in[:, t : t + 1], state)
-            torch.testing.assert_close(log_probs, full[:, t], atol=1e-5, rtol=1e-5)
+            logits, state, attn = model.step(tgt_in[:, t : t + 1], state)
+            torch.testing.assert_close(logits.log_softmax(-1), full[:, t], atol=1e-5, rtol=1e-5)
             if VARIANTS[variant]["attention"] in ("bahdanau", "luong"):
                 assert attn.shape == (3, 6) and torch.allclose(attn.sum(-1), torch.ones(3))
                 assert attn[1, 4:].abs().max() == 0  # padding gets no attention

@@ -71,8 +71,8 @@ def test_cached_decoding_equals_full_forward(pre_norm):
     full = F.log_softmax(model(src, src_keep, tgt_in), dim=-1)  # (B, T, V)
     state = model.init_state(model.encode(src, src_keep), src_keep)
     for t in range(tgt_in.size(1)):
-        log_probs, state, attn = model.step(tgt_in[:, t : t + 1], state)
-        torch.testing.assert_close(log_probs, full[:, t], atol=1e-5, rtol=1e-5)
+        logits, state, attn = model.step(tgt_in[:, t : t + 1], state)
+        torch.testing.assert_close(F.log_softmax(logits, dim=-1), full[:, t], atol=1e-5, rtol=1e-5)
         assert attn.shape == (3, 7)
         torch.testing.assert_close(attn.sum(-1), torch.ones(3))
         assert (attn[~src_keep] == 0).all()

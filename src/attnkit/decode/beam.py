@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from attnkit.decode.beam_state import BeamState, expand_to_beams, gather_beams
-from attnkit.decode.hypothesis import Decodable, Hypothesis, make_hypothesis, max_lengths, step_log_probs
+from attnkit.decode.hypothesis import Decodable, Hypothesis, log_normalizer, make_hypothesis, max_lengths
 
 
 @torch.inference_mode()
@@ -83,9 +83,9 @@ def beam_search(
     finished: list[list[Hypothesis]] = [[] for _ in range(src.size(0))]
     results: list[list[Hypothesis]] = [[] for _ in range(src.size(0))]
     for t in itertools.count(1):
-        log_probs, state, attn = model.step(prev, state)  # (N*K, V), state, (N*K, S)
+        logits, state, attn = model.step(prev, state)  # (N*K, V), state, (N*K, S)
         attn = attn if return_attention else None
-        scores, rows, tokens = top_candidates(search.log_prob, step_log_probs(log_probs), beam)  # (N, 2K) each
+        scores, rows, tokens = top_candidates(search.log_prob, logits, beam)  # (N, 2K) each
         _finish_eos(finished, search, scores, rows, tokens, attn, eos=eos, beam=beam, alpha=alpha, src_keep=src_keep)
         alive = first_non_eos(tokens, eos, beam)  # (N, K)
         rows = rows.gather(1, alive).view(-1)  # (N*K,)
@@ -111,24 +111,31 @@ def beam_search(
     return results
 
 
-def top_candidates(log_prob: Tensor, log_probs: Tensor, beam: int) -> tuple[Tensor, Tensor, Tensor]:
+def top_candidates(log_prob: Tensor, logits: Tensor, beam: int) -> tuple[Tensor, Tensor, Tensor]:
     """The 2K best one-token extensions of each sentence, by cumulative log-probability.
+
+    A sentence's 2K best extensions are among the 2K best tokens of each of its beams, and within
+    a beam the logits rank tokens as the log-probabilities do, so each row's best logits are picked
+    first and only those are normalised (`log_normalizer`): the (N*K, V) log_softmax and cumulative
+    scores are never written.
 
     Args:
         log_prob: (N*K,) cumulative log-probability of each beam.
-        log_probs: (N*K, V) this step's log-probabilities (V >= 2).
+        logits: (N*K, V) this step's logits (V >= 2).
         beam: K.
 
     Returns:
         scores (N, 2K) cumulative log-probabilities, best first; rows (N, 2K) the parent beam's row
         in 0..N*K-1; tokens (N, 2K) the token appended.
     """
-    vocab = log_probs.size(-1)
-    cand = (log_prob.unsqueeze(1) + log_probs).view(-1, beam * vocab)  # (N, K*V)
+    per_row = min(2 * beam, logits.size(-1))
+    best, best_tokens = logits.topk(per_row, dim=1)  # (N*K, P) each
+    step_log_prob = best.float() - log_normalizer(logits)  # (N*K, P)
+    cand = (log_prob.unsqueeze(1) + step_log_prob).view(-1, beam * per_row)  # (N, K*P)
     scores, flat = cand.topk(2 * beam, dim=1)  # (N, 2K)
     offset = torch.arange(cand.size(0), device=cand.device).unsqueeze(1) * beam  # (N, 1)
-    rows = offset + torch.div(flat, vocab, rounding_mode="floor")  # (N, 2K)
-    return scores, rows, flat % vocab
+    rows = offset + torch.div(flat, per_row, rounding_mode="floor")  # (N, 2K)
+    return scores, rows, best_tokens.view(cand.size(0), -1).gather(1, flat)
 
 
 def first_non_eos(tokens: Tensor, eos: int, beam: int) -> Tensor:

@@ -1,7 +1,7 @@
 """Batched greedy decoding through the `encode` / `init_state` / `step` protocol.
 
-At each step every active sentence takes its most probable next token (the argmax of
-`log_probs`). A sentence stops at EOS or after `floor(max_len_a * source_length + max_len_b)`
+At each step every active sentence takes its most probable next token (the argmax of the
+step's logits). A sentence stops at EOS or after `floor(max_len_a * source_length + max_len_b)`
 steps; finished sentences leave the batch (`gather_beams`), so late steps run on fewer rows.
 Greedy search is beam search with K = 1 (`attnkit.decode.beam.beam_search(beam=1)` returns the
 same tokens and log-probabilities); it is kept as its own short loop because it is the one used
@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from attnkit.decode.beam_state import BeamState, gather_beams
-from attnkit.decode.hypothesis import Decodable, Hypothesis, make_hypothesis, max_lengths, step_log_probs
+from attnkit.decode.hypothesis import Decodable, Hypothesis, log_normalizer, make_hypothesis, max_lengths
 
 
 @torch.inference_mode()
@@ -54,10 +54,10 @@ def greedy(
     prev = src.new_full((src.size(0), 1), bos)  # (B, 1)
     results: list[Hypothesis | None] = [None] * src.size(0)
     for t in itertools.count(1):
-        log_probs, state, attn = model.step(prev, state)  # (N, V), state, (N, S)
-        log_probs = step_log_probs(log_probs)  # (N, V)
-        token = log_probs.argmax(dim=-1)  # (N,)
-        token_log_prob = log_probs.gather(1, token.unsqueeze(1)).squeeze(1)  # (N,)
+        logits, state, attn = model.step(prev, state)  # (N, V), state, (N, S)
+        token = logits.argmax(dim=-1, keepdim=True)  # (N, 1)
+        token_log_prob = (logits.gather(1, token).float() - log_normalizer(logits)).squeeze(1)  # (N,)
+        token = token.squeeze(1)  # (N,)
         search = search.extend(token, search.log_prob + token_log_prob, attn if return_attention else None)
         ended = token == eos  # (N,)
         done = ended | (search.max_len <= t)  # (N,)

@@ -36,7 +36,11 @@ class Decodable(Protocol):
         ...
 
     def step(self, prev_tokens: Tensor, state: Any) -> tuple[Tensor, Any, Tensor | None]:
-        """prev_tokens (B, 1) -> (log_probs (B, V), state, cross-attention (B, S) or None)."""
+        """prev_tokens (B, 1) -> (logits (B, V), state, cross-attention (B, S) or None).
+
+        The logits are the next token's unnormalised log-probabilities (log-probabilities
+        themselves are fine too): searches normalise them with `log_normalizer`.
+        """
         ...
 
 
@@ -125,10 +129,18 @@ def make_hypothesis(
     return Hypothesis(tokens=tokens, score=score, log_prob=log_prob, finished=finished, attention=attention)
 
 
-def step_log_probs(log_probs: Tensor) -> Tensor:
-    """Return a step's log-probabilities as float32, the dtype searches accumulate scores in.
+def log_normalizer(logits: Tensor) -> Tensor:
+    """log sum_v exp(logits_v) per row, in float32: `logits - log_normalizer(logits)` is log_softmax.
 
-    Both searches go through this so that beam search with beam 1 adds exactly the same numbers
-    as greedy search (and a bf16/fp16 model under autocast does not accumulate in half precision).
+    Searches pick candidates on the raw logits (the order within a row is the same) and normalise
+    only the few they keep, instead of writing a (rows, V) log_softmax at every step. Both searches
+    go through this, so beam search with beam 1 adds exactly the numbers greedy search adds, and a
+    bf16 model's scores are still accumulated in float32.
+
+    Args:
+        logits: (B, V) a step's scores, any float dtype.
+
+    Returns:
+        (B, 1) float32.
     """
-    return log_probs.to(torch.float32)  # (B, V)
+    return torch.logsumexp(logits.float(), dim=-1, keepdim=True)  # (B, 1)

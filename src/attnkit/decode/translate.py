@@ -2,13 +2,21 @@
 
 Sentences are sorted by length so each batch carries little padding, decoded with greedy or beam
 search (`beam == 1` is greedy), and returned in input order with their n-best lists and, on request,
-the cross-attention of each output token. A line of more than `SearchSettings.max_src_len` pieces
+the cross-attention of each output token.
+
+On a CPU, `SearchSettings.workers` batches are decoded at once, each by its own thread with one
+intra-op thread, instead of one batch at a time with all threads. A decoding step is many small
+operations (the matrices have one row per beam), so intra-op threads mostly wait on each other;
+parallel batches keep every core busy. A sentence's output does not change: the batches are the
+same, only their order of work differs. A line of more than `SearchSettings.max_src_len` pieces
 is refused with an error naming it: decoding time grows with the square of the length, so one
 runaway line (say 100,000 characters) would otherwise stall the whole input.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -44,6 +52,7 @@ class SearchSettings:
     max_len_b: int = 50
     batch_size: int = 64
     max_src_len: int = 1024  # source pieces per line (the Transformer's default max_positions)
+    workers: int | None = None  # CPU batches decoded at once (None: torch.get_num_threads()); 1 on GPUs
 
 
 def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
@@ -76,7 +85,8 @@ def translate(
             raise DataError(f"{source}, line {number}: {len(pieces)} pieces, more than the {limit} a line may have")
     examples = [(vocabs.src_vocab.encode(p), []) for p in src_pieces]  # collate appends EOS
     results: list[list[Translation]] = [[] for _ in lines]
-    for index in _batches([len(src) for src, _ in examples], settings.batch_size):
+
+    def decode(index: list[int]) -> None:
         batch = collate(examples, index).to(device)
         if settings.beam == 1:
             nbests = [[h] for h in greedy(model, batch.src, batch.src_keep, max_len_a=settings.max_len_a,
@@ -89,7 +99,27 @@ def translate(
             results[i] = [_to_translation(h, src_pieces[i], vocabs) for h in hyps]
         if progress is not None:
             progress(len(index))
+
+    batches = list(_batches([len(src) for src, _ in examples], settings.batch_size))
+    workers = 1 if torch.device(device).type != "cpu" else min(settings.workers or torch.get_num_threads(), len(batches))
+    if workers <= 1:
+        for index in batches:
+            decode(index)
+        return results
+    with _intra_op_threads(1), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(decode, batches))  # list() re-raises a worker's exception here
     return results
+
+
+@contextmanager
+def _intra_op_threads(n: int) -> Iterator[None]:
+    """Run with `n` intra-op threads (a process-wide PyTorch setting), then restore the previous count."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _to_translation(hyp, src_pieces: list[str], vocabs: Vocabs) -> Translation:

@@ -22,13 +22,14 @@ def evaluate_run(
     checkpoint: str = "best",
     batch_size: int = 64,
     dtype: torch.dtype | None = None,
+    workers: int | None = None,
 ) -> dict:
     """BLEU (sacreBLEU, cased, detokenized), lowercased BLEU and chrF, with the settings used."""
     pairs = read_parallel(src, ref)
     loaded = load_run(run_dir, checkpoint, dtype=dtype, task="translation")
     d = loaded.run.decode
     settings = SearchSettings(beam=beam or d.beam, alpha=d.alpha if alpha is None else alpha, max_len_a=d.max_len_a,
-                              max_len_b=d.max_len_b, batch_size=batch_size)  # fmt: skip
+                              max_len_b=d.max_len_b, batch_size=batch_size, workers=workers)  # fmt: skip
     results = translate(loaded.model, loaded.vocabs, [s for s, _ in pairs], settings, source=str(src))
     report = score_translations([nbest[0].text for nbest in results], [r for _, r in pairs])
     report.update(

@@ -244,7 +244,6 @@ class RNNSeq2Seq(nn.Module):
         return AttentionMaps([], [], [] if weights is None else [weights[:, None]])
 
     def step(self, prev_tokens: Tensor, state: RNNState) -> tuple[Tensor, RNNState, Tensor | None]:
-        """One decoding step: prev_tokens (B, 1) -> (log_probs (B, V), state, attention (B, S) or None)."""
+        """One decoding step: prev_tokens (B, 1) -> (logits (B, V), state, attention (B, S) or None)."""
         features, state, weights = self._decode(self._embed(prev_tokens), state)  # (B, 1, H)
-        log_probs = F.log_softmax(self.logits(features[:, -1]).float(), dim=-1)  # (B, V)
-        return log_probs, state, None if weights is None else weights[:, -1]
+        return self.logits(features[:, -1]), state, None if weights is None else weights[:, -1]

@@ -291,14 +291,14 @@ class Transformer(nn.Module):
             state: from `init_state` or the previous step.
 
         Returns:
-            log_probs (B, V), the new state, and the last layer's cross-attention averaged over
-            heads (B, S).
+            logits (B, V) (searches normalise them), the new state, and the last layer's
+            cross-attention averaged over heads (B, S).
         """
         x = self.embed(prev_tokens, self.tgt_embed, start=state.position)  # (B, 1, D)
         new_kv = []
         for layer, self_kv, cross_kv in zip(self.decoder_layers, state.self_kv, state.cross_kv):
             x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_cross_weights=layer is self.decoder_layers[-1])
             new_kv.append(kv)
-        log_probs = F.log_softmax(self.logits(self.decoder_norm(x[:, -1])).float(), dim=-1)  # (B, V)
+        logits = self.logits(self.decoder_norm(x[:, -1]))  # (B, V)
         attn = w.cross_attn.mean(dim=1)[:, -1]  # (B, S)
-        return log_probs, TransformerState(new_kv, state.cross_kv, state.src_keep, state.position + 1), attn
+        return logits, TransformerState(new_kv, state.cross_kv, state.src_keep, state.position + 1), attn

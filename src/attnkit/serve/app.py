@@ -185,7 +185,8 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
             settings = search_settings(model.loaded.run.decode, body.beam, body.alpha, body.nbest)
         except AttnkitError as e:
             raise HTTPException(422, str(e)) from None
-        key = (replace(settings, batch_size=batching.max_batch), body.attention, body.words)
+        # One search batch per dynamic batch, on this model's worker thread with every intra-op thread.
+        key = (replace(settings, batch_size=batching.max_batch, workers=1), body.attention, body.words)
         return {"model": model.name, "results": await _call(model, key, body.texts)}
 
     @app.post("/v1/classify", response_model=schemas.ClassifyResponse, responses=ERRORS)
