@@ -8,8 +8,9 @@ target tokens/s). jemalloc keeps freed pages for reuse (`dirty_decay_ms:-1`): re
 system costs page faults at every update (2,057 tokens/s with its default decay).
 
 Decoding allocates a new (rows, vocabulary) block of scores at every step; glibc returns blocks that
-large to the system and takes them back with page faults each time. With jemalloc, beam 5 on 256
-test sentences (bf16, one thread, m30k-small) ran 96 against 84 sentences/s.
+large to the system and takes them back with page faults each time. With jemalloc,
+`benchmarks/decode_speed.py --dtype bf16 --workers 1` (m30k-small, test_2016, beam 5) ran 137.4
+against 109.8 sentences/s.
 
 A running process cannot change its malloc, so `attnkit train`, `translate`, `evaluate` and `serve`
 started from the command line re-execute themselves once with the library preloaded (`LD_PRELOAD`; same process id, same

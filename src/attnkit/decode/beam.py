@@ -128,9 +128,10 @@ def top_candidates(log_prob: Tensor, logits: Tensor, beam: int) -> tuple[Tensor,
         scores (N, 2K) cumulative log-probabilities, best first; rows (N, 2K) the parent beam's row
         in 0..N*K-1; tokens (N, 2K) the token appended.
     """
+    logits = logits.float()  # (N*K, V) once, as greedy search does
     per_row = min(2 * beam, logits.size(-1))
     best, best_tokens = logits.topk(per_row, dim=1)  # (N*K, P) each
-    step_log_prob = best.float() - log_normalizer(logits)  # (N*K, P)
+    step_log_prob = best - log_normalizer(logits)  # (N*K, P)
     cand = (log_prob.unsqueeze(1) + step_log_prob).view(-1, beam * per_row)  # (N, K*P)
     scores, flat = cand.topk(2 * beam, dim=1)  # (N, 2K)
     offset = torch.arange(cand.size(0), device=cand.device).unsqueeze(1) * beam  # (N, 1)

@@ -55,8 +55,9 @@ def greedy(
     results: list[Hypothesis | None] = [None] * src.size(0)
     for t in itertools.count(1):
         logits, state, attn = model.step(prev, state)  # (N, V), state, (N, S)
+        logits = logits.float()  # (N, V) once: CPU argmax is several times slower on bf16
         token = logits.argmax(dim=-1, keepdim=True)  # (N, 1)
-        token_log_prob = (logits.gather(1, token).float() - log_normalizer(logits)).squeeze(1)  # (N,)
+        token_log_prob = (logits.gather(1, token) - log_normalizer(logits)).squeeze(1)  # (N,)
         token = token.squeeze(1)  # (N,)
         search = search.extend(token, search.log_prob + token_log_prob, attn if return_attention else None)
         ended = token == eos  # (N,)
@@ -76,6 +77,7 @@ def greedy(
         live = (~done).nonzero().squeeze(1)  # (N',)
         if live.numel() == 0:
             break
-        state, search = gather_beams(state, live), gather_beams(search, live)
+        if live.numel() < done.numel():  # drop finished sentences (no copy at steps where none finished)
+            state, search = gather_beams(state, live), gather_beams(search, live)
         prev = search.tokens[:, -1:]  # (N', 1)
     return [hyp for hyp in results if hyp is not None]
