@@ -1,10 +1,11 @@
 """SST-5 dev accuracy of the self-attentive sentence embedding (Lin et al. 2017) against its
 baselines, and the penalty ablation (coef 0 vs 1), all from random initialisation with `attnkit train`.
 
-    .venv/bin/python benchmarks/sase_sst.py [--only sase,coef1,bag,last] [--minutes 15] [--threads 1] [--set k=v ...]
+    .venv/bin/python benchmarks/sase_sst.py [--only sase,coef1,bag,last] [--seeds 1 2 3] [--minutes 15] [--threads 1] [--set k=v ...]
+    .venv/bin/python benchmarks/sase_sst.py --summary          # mean and spread over seeds, per variant
     .venv/bin/python benchmarks/sase_sst.py --record runs/sase-sst5 --variant sase   # a run trained with `attnkit train`
 
-Each variant is the `sase-sst5` preset with overrides, trained into runs/bench-sase-NAME (replaced),
+Each variant is the `sase-sst5` preset with overrides, trained into runs/bench-sase-NAME[-sSEED] (replaced),
 chosen on dev by accuracy (early stopping); the best checkpoint is then scored on the dev trees.
 Appends one JSON line per variant to benchmarks/results/sase_sst.jsonl and prints it.
 """
@@ -15,6 +16,7 @@ import argparse
 import datetime
 import json
 import shutil
+import statistics
 import time
 from pathlib import Path
 
@@ -39,9 +41,9 @@ VARIANTS = {
 }
 
 
-def run_variant(name: str, overrides: list[str], minutes: float, threads: int, data: str | None) -> dict:
-    sets = [*overrides, f"train.max_minutes={minutes}", f"train.threads={threads}"]
-    out = ROOT / "runs" / f"bench-sase-{name}"
+def run_variant(name: str, overrides: list[str], minutes: float, threads: int, data: str | None, seed: int) -> dict:
+    sets = [*overrides, f"train.max_minutes={minutes}", f"train.threads={threads}", f"train.seed={seed}"]
+    out = ROOT / "runs" / (f"bench-sase-{name}" if seed == 1 else f"bench-sase-{name}-s{seed}")
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     train(load_config(PRESET, sets), out, data_dir=data)
@@ -69,8 +71,22 @@ def record(out: Path, name: str, data: str | None) -> dict:
         "train_minutes": round(state.elapsed / 60, 1), "steps": state.step,
         "examples_seen": state.target_tokens,
         "params_m": round(sum(p.numel() for p in loaded.model.parameters()) / 1e6, 2),
-        "threads": loaded.run.train.threads, "torch": torch.__version__, "date": datetime.date.today().isoformat(),
+        "seed": loaded.run.train.seed, "threads": loaded.run.train.threads, "torch": torch.__version__, "date": datetime.date.today().isoformat(),
     }  # fmt: skip
+
+
+def summary() -> None:
+    """Markdown table: per variant, dev accuracy over its seeds (the last record of each seed counts)."""
+    latest: dict[str, dict[int, dict]] = {}
+    for line in RESULTS.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        latest.setdefault(r["variant"], {})[r.get("seed", 1)] = r
+    print("| variant | seeds | dev accuracy, mean | min - max | macro-F1, mean |\n|---|---|---|---|---|")
+    for name, by_seed in latest.items():
+        acc = [r["dev_accuracy"] * 100 for r in by_seed.values()]
+        f1 = [r["dev_macro_f1"] * 100 for r in by_seed.values()]
+        seeds = ",".join(str(s) for s in sorted(by_seed))
+        print(f"| {name} | {seeds} | {statistics.mean(acc):.2f}% | {min(acc):.2f} - {max(acc):.2f} | {statistics.mean(f1):.2f} |")
 
 
 def main() -> None:
@@ -78,16 +94,22 @@ def main() -> None:
     p.add_argument("--only", default=",".join(VARIANTS), help="comma-separated variants: " + ", ".join(VARIANTS))
     p.add_argument("--minutes", type=float, default=15.0, help="training budget per variant")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seeds", type=int, nargs="+", default=[1], help="train.seed values; each seed is its own run")
+    p.add_argument("--summary", action="store_true", help="print the table over seeds and exit")
     p.add_argument("--data", help="SST folder (default: ../shared/data/sst)")
     p.add_argument("--set", action="append", default=[], help="extra override for every variant")
     p.add_argument("--record", metavar="RUN", help="only score this trained run folder")
     p.add_argument("--variant", default="sase", help="the name --record files the run under")
     args = p.parse_args()
+    if args.summary:
+        summary()
+        return
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     if args.record:
         results = [record(Path(args.record), args.variant, args.data)]
     else:
-        results = (run_variant(name, [*VARIANTS[name], *args.set], args.minutes, args.threads, args.data) for name in args.only.split(","))
+        results = (run_variant(name, [*VARIANTS[name], *args.set], args.minutes, args.threads, args.data, seed)
+                   for name in args.only.split(",") for seed in args.seeds)  # fmt: skip
     for result in results:
         print(json.dumps(result), flush=True)
         with open(RESULTS, "a", encoding="utf-8") as f:

@@ -12,9 +12,9 @@ large to the system and takes them back with page faults each time. With jemallo
 `benchmarks/decode_speed.py --dtype bf16 --workers 1` (m30k-small, test_2016, beam 5) ran 137.4
 against 109.8 sentences/s.
 
-A running process cannot change its malloc, so `attnkit train`, `translate`, `evaluate` and `serve`
-started from the command line re-execute themselves once with the library preloaded (`LD_PRELOAD`; same process id, same
-arguments). `ATTNKIT_ALLOCATOR=system` turns this off; an `LD_PRELOAD` that already names jemalloc
+A running process cannot change its malloc, so `attnkit train`, `translate`, `evaluate` and
+`serve` started from the command line re-execute themselves once with the library preloaded
+(`LD_PRELOAD`; same process id, same arguments). `ATTNKIT_ALLOCATOR=system` turns this off; an `LD_PRELOAD` that already names jemalloc
 is left alone. Install it with `apt install libjemalloc2` (Debian/Ubuntu) or your system's package.
 """
 
