@@ -1,7 +1,7 @@
 """SST-5 dev accuracy of the self-attentive sentence embedding (Lin et al. 2017) against its
 baselines, and the penalty ablation (coef 0 vs 1), all from random initialisation with `attnkit train`.
 
-    .venv/bin/python benchmarks/sase_sst.py [--only sase,coef1,bag,last] [--seeds 1 2 3] [--minutes 15] [--threads 1] [--set k=v ...]
+    .venv/bin/python benchmarks/sase_sst.py [--only sase,coef1,bag,last] [--seeds 1 2 3] [--minutes 15] [--threads 1] [--set k=v ... --tag NAME]
     .venv/bin/python benchmarks/sase_sst.py --summary          # mean and spread over seeds, per variant
     .venv/bin/python benchmarks/sase_sst.py --record runs/sase-sst5 --variant sase   # a run trained with `attnkit train`
 
@@ -98,6 +98,7 @@ def main() -> None:
     p.add_argument("--summary", action="store_true", help="print the table over seeds and exit")
     p.add_argument("--data", help="SST folder (default: ../shared/data/sst)")
     p.add_argument("--set", action="append", default=[], help="extra override for every variant")
+    p.add_argument("--tag", help="filed as VARIANT-TAG (runs/bench-sase-VARIANT-TAG), e.g. for a tuning --set")
     p.add_argument("--record", metavar="RUN", help="only score this trained run folder")
     p.add_argument("--variant", default="sase", help="the name --record files the run under")
     args = p.parse_args()
@@ -108,7 +109,7 @@ def main() -> None:
     if args.record:
         results = [record(Path(args.record), args.variant, args.data)]
     else:
-        results = (run_variant(name, [*VARIANTS[name], *args.set], args.minutes, args.threads, args.data, seed)
+        results = (run_variant(f"{name}-{args.tag}" if args.tag else name, [*VARIANTS[name], *args.set], args.minutes, args.threads, args.data, seed)
                    for name in args.only.split(",") for seed in args.seeds)  # fmt: skip
     for result in results:
         print(json.dumps(result), flush=True)
