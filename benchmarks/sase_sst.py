@@ -5,7 +5,7 @@ baselines, and the penalty ablation (coef 0 vs 1), all from random initialisatio
     .venv/bin/python benchmarks/sase_sst.py --summary          # mean and spread over seeds, per variant
     .venv/bin/python benchmarks/sase_sst.py --record runs/sase-sst5 --variant sase   # a run trained with `attnkit train`
 
-Each variant is the `sase-sst5` preset with overrides, trained into runs/bench-sase-NAME[-sSEED] (replaced),
+Runs with jemalloc, as `attnkit train` does. Each variant is the `sase-sst5` preset with overrides, trained into runs/bench-sase-NAME[-sSEED] (replaced),
 chosen on dev by accuracy (early stopping); the best checkpoint is then scored on the dev trees.
 Appends one JSON line per variant to benchmarks/results/sase_sst.jsonl and prints it.
 """
@@ -15,13 +15,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import shutil
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import torch
 
+from attnkit.allocator import MARKER, use_jemalloc
 from attnkit.config import load_config
 from attnkit.evaluate.classify import evaluate_labelled
 from attnkit.runs import load_run
@@ -71,7 +74,7 @@ def record(out: Path, name: str, data: str | None) -> dict:
         "train_minutes": round(state.elapsed / 60, 1), "steps": state.step,
         "examples_seen": state.target_tokens,
         "params_m": round(sum(p.numel() for p in loaded.model.parameters()) / 1e6, 2),
-        "seed": loaded.run.train.seed, "threads": loaded.run.train.threads, "torch": torch.__version__, "date": datetime.date.today().isoformat(),
+        "seed": loaded.run.train.seed, "threads": loaded.run.train.threads, "allocator": os.environ.get(MARKER, "system"), "torch": torch.__version__, "date": datetime.date.today().isoformat(),
     }  # fmt: skip
 
 
@@ -105,6 +108,7 @@ def main() -> None:
     if args.summary:
         summary()
         return
+    use_jemalloc(sys.argv)  # as `attnkit train` runs: glibc's malloc page-faults at every update here
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     if args.record:
         results = [record(Path(args.record), args.variant, args.data)]
