@@ -5,7 +5,8 @@ baselines, and the penalty ablation (coef 0 vs 1), all from random initialisatio
     .venv/bin/python benchmarks/sase_sst.py --summary          # mean and spread over seeds, per variant
     .venv/bin/python benchmarks/sase_sst.py --record runs/sase-sst5 --variant sase   # a run trained with `attnkit train`
 
-Runs with jemalloc, as `attnkit train` does. Each variant is the `sase-sst5` preset with overrides, trained into runs/bench-sase-NAME[-sSEED] (replaced),
+Each variant is the `sase-sst5` preset with overrides, trained into runs/bench-sase-NAME[-sSEED] (replaced)
+with jemalloc, as `attnkit train` runs,
 chosen on dev by accuracy (early stopping); the best checkpoint is then scored on the dev trees.
 Appends one JSON line per variant to benchmarks/results/sase_sst.jsonl and prints it.
 """
