@@ -2,7 +2,7 @@
 a JSON line and a PNG.
 
     .venv/bin/python benchmarks/compare_curves.py --a RUN [RUN ...] --b RUN [RUN ...] \\
-        [--labels bf16 fp32] [--out benchmarks/results/NAME]
+        --out benchmarks/results/NAME [--labels bf16 fp32]
 
 Each RUN is a run folder (its metrics.jsonl) or `FILE.json:LABEL`, the LABEL curve of an earlier
 result of this script (for runs whose folders are gone). All runs must validate at the same updates
