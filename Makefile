@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 DEMO_MINUTES ?= 5
 PY := $(VENV)/bin/python
 
-.PHONY: demo test install clean
+.PHONY: demo test lint install clean
 
 install: $(VENV)/.installed
 
@@ -19,8 +19,13 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(PY) -m attnkit demo --minutes $(DEMO_MINUTES)
 
-test: install
+test: install lint
 	$(PY) -m pytest
+
+lint: install
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) runs demo

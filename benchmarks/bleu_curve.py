@@ -1,6 +1,6 @@
 """Validation BLEU against wall-clock minutes from a run's metrics.jsonl: a JSON line and a PNG.
 
-    .venv/bin/python benchmarks/bleu_curve.py RUN_DIR [--out benchmarks/results/NAME]
+.venv/bin/python benchmarks/bleu_curve.py RUN_DIR [--out benchmarks/results/NAME]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """CUDA correctness of the Transformer: CPU/CUDA parity, cached decoding, beam search, bf16/fp16 steps.
 
-    python benchmarks/cuda_check.py        (needs a CUDA device; prints one JSON line)
+python benchmarks/cuda_check.py        (needs a CUDA device; prints one JSON line)
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
+from attnkit.models.losses import label_smoothed_nll
 from attnkit.models.transformer import Transformer
-from attnkit.train.losses import label_smoothed_nll
 
 
 def main() -> None:

@@ -21,10 +21,11 @@ from pathlib import Path
 import torch
 
 from attnkit.allocator import MARKER, use_jemalloc
+from attnkit.config.schema import Decode
 from attnkit.data.text import read_parallel
-from attnkit.decode.translate import SearchSettings, translate
 from attnkit.evaluate.bleu import score_translations
-from attnkit.runs import load_run
+from attnkit.families import load_run
+from attnkit.families.translation.translate import translate
 
 
 def main() -> None:
@@ -47,7 +48,7 @@ def main() -> None:
     src, ref = [s for s, _ in pairs][: args.limit], [r for _, r in pairs][: args.limit]
     loaded = load_run(args.run, args.checkpoint, dtype={"fp32": None, "bf16": torch.bfloat16}[args.dtype])
     for beam in args.beams:
-        settings = SearchSettings(beam=beam, alpha=loaded.run.decode.alpha, batch_size=64, workers=args.workers)
+        settings = Decode(beam=beam, alpha=loaded.run.decode.alpha, batch_size=64, workers=args.workers)
         times = []
         for _ in range(args.repeats):
             started = time.perf_counter()

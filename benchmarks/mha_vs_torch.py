@@ -123,14 +123,15 @@ def run_case(b: int, t: int, d: int, h: int, need_weights: bool, args: argparse.
     keep = padding_mask(lengths, t)  # (B, 1, T)
     key_padding_mask = ~keep.squeeze(1)  # (B, T), True = ignore (torch's rule)
     ours_step = make_step(ours, lambda x_: ours(x_, x_, x_, keep, need_weights=need_weights)[0], x, grad)
-    torch_step = make_step(
-        ref, lambda x_: ref(x_, x_, x_, key_padding_mask=key_padding_mask, need_weights=need_weights)[0], x, grad
-    )
+    torch_step = make_step(ref, lambda x_: ref(x_, x_, x_, key_padding_mask=key_padding_mask, need_weights=need_weights)[0], x, grad)
     t_ours, t_torch = time_pair([ours_step, torch_step], device, args.warmup, args.repeats)
     m_ours, m_torch = peak_bytes(ours_step, device), peak_bytes(torch_step, device)
     return {
         "case": f"B{b}_T{t}_D{d}_H{h}",
-        "B": b, "T": t, "D": d, "H": h,
+        "B": b,
+        "T": t,
+        "D": d,
+        "H": h,
         "need_weights": need_weights,
         "device": device.type,
         "threads": torch.get_num_threads(),

@@ -43,10 +43,11 @@ def bucket_name(lo: int, hi: int) -> str:
 
 
 def train_one(name: str, minutes: float, data: Path, runs: Path, extra: list[str]) -> dict:
+    from attnkit.config.schema import Decode
     from attnkit.data.text import read_parallel
-    from attnkit.decode.translate import SearchSettings, translate
     from attnkit.evaluate.bleu import score_translations
-    from attnkit.runs import load_run
+    from attnkit.families import load_run
+    from attnkit.families.translation.translate import translate
 
     preset, overrides = MODELS[name]
     out = runs / f"compare-{name}"
@@ -58,7 +59,7 @@ def train_one(name: str, minutes: float, data: Path, runs: Path, extra: list[str
     valid = [r for r in records if r["kind"] == "valid"]
     pairs = read_parallel(data / "test_2016_flickr.en.gz", data / "test_2016_flickr.de.gz")
     loaded = load_run(out, "best")
-    settings = SearchSettings(beam=4, alpha=loaded.run.decode.alpha, batch_size=64)
+    settings = Decode(beam=4, alpha=loaded.run.decode.alpha, batch_size=64)
     hyps = [nbest[0].text for nbest in translate(loaded.model, loaded.vocabs, [s for s, _ in pairs], settings)]
     scores = score_translations(hyps, [r for _, r in pairs])
     by_length = {}

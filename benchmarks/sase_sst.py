@@ -26,10 +26,9 @@ from pathlib import Path
 import torch
 
 from attnkit.allocator import MARKER, use_jemalloc
-from attnkit.config import load_config
-from attnkit.evaluate.classify import evaluate_labelled
-from attnkit.runs import load_run
-from attnkit.train.checkpoint import find_checkpoint
+from attnkit.artifacts.checkpoint import find_checkpoint
+from attnkit.families import load_config, load_run
+from attnkit.families.sentence.infer import evaluate_labelled
 from attnkit.train.loop import train
 from attnkit.train.state import TrainState
 
@@ -88,7 +87,9 @@ def summary() -> None:
     for line in RESULTS.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         latest.setdefault(r["variant"], {})[r.get("seed", 1)] = r
-    print(f"| variant | seeds | dev accuracy, mean | min - max | macro-F1, mean | minutes to best / to stop, mean | best within {BUDGET_MINUTES} min, mean |\n|---|---|---|---|---|---|---|")
+    print(
+        f"| variant | seeds | dev accuracy, mean | min - max | macro-F1, mean | minutes to best / to stop, mean | best within {BUDGET_MINUTES} min, mean |\n|---|---|---|---|---|---|---|"
+    )
     for name, by_seed in latest.items():
         acc = [r["dev_accuracy"] * 100 for r in by_seed.values()]
         f1 = [r["dev_macro_f1"] * 100 for r in by_seed.values()]
@@ -97,7 +98,9 @@ def summary() -> None:
         # a run that stopped within the budget had its best within it (records older than the field)
         budget = [r.get("dev_accuracy_15min") or (r["dev_accuracy"] if r["train_minutes"] <= BUDGET_MINUTES else None) for r in by_seed.values()]
         within = f"{statistics.mean(budget) * 100:.2f}%" if None not in budget else "-"
-        print(f"| {name} | {seeds} | {statistics.mean(acc):.2f}% | {min(acc):.2f} - {max(acc):.2f} | {statistics.mean(f1):.2f} | {best:.1f} / {stop:.1f} | {within} |")
+        print(
+            f"| {name} | {seeds} | {statistics.mean(acc):.2f}% | {min(acc):.2f} - {max(acc):.2f} | {statistics.mean(f1):.2f} | {best:.1f} / {stop:.1f} | {within} |"
+        )
 
 
 def main() -> None:

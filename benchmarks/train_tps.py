@@ -19,11 +19,11 @@ from pathlib import Path
 import torch
 
 from attnkit.allocator import MARKER, limit_primitive_cache, use_jemalloc
-from attnkit.config import load_config
 from attnkit.data.batching import TokenBatcher
+from attnkit.families import load_config
+from attnkit.families.translation.task import TranslationTask
+from attnkit.precision import pick_device
 from attnkit.train.loop import Trainer
-from attnkit.train.translation import TranslationTask
-from attnkit.train.precision import pick_device
 from attnkit.train.state import TrainState
 
 PRESET = Path(__file__).resolve().parents[1] / "src/attnkit/presets/m30k-small.yaml"

@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnkit.config.load import validate
-from attnkit.data.classify import LabelMap
+from attnkit.artifacts.checkpoint import save_checkpoint
+from attnkit.artifacts.runs import write_run
 from attnkit.data.tokenizers import WordTokenizer
 from attnkit.data.vocab import Vocabulary
-from attnkit.runs import SentenceVocabs, Vocabs, build_for, write_run
-from attnkit.train.checkpoint import save_checkpoint
+from attnkit.families import family_of, validate_run
+from attnkit.families.sentence.codec import SentenceVocabs
+from attnkit.families.sentence.data import LabelMap
+from attnkit.families.translation.codec import Vocabs
 
 TINY = {
     "data": {"corpus": "synthetic", "tokenizer": "word", "joint": True},
@@ -35,14 +37,15 @@ CLASSIFY = {"data": {"corpus": "labelled", "train": "train.tsv", "valid": "valid
 def make_tiny_run(folder: Path, model: dict, seed: int = 0) -> Path:
     """Write a run folder with one checkpoint of a seeded, untrained `model` config."""
     vocab, tokenizer = Vocabulary([f"t{i}" for i in range(10)]), WordTokenizer()
+    family = family_of(model["kind"])
     if model["kind"] == "sase":
-        run, vocabs = validate({**CLASSIFY, "model": model}, "tiny run"), SentenceVocabs(vocab, LabelMap(["neg", "pos"]))
+        run, vocabs = validate_run({**CLASSIFY, "model": dict(model)}, "tiny run"), SentenceVocabs(vocab, LabelMap(["neg", "pos"]))
     else:
-        run, vocabs = validate({**TINY, "model": model}, "tiny run"), Vocabs(tokenizer, tokenizer, vocab, vocab)
-    write_run(folder, run, vocabs)
+        run, vocabs = validate_run({**TINY, "model": dict(model)}, "tiny run"), Vocabs(tokenizer, tokenizer, vocab, vocab)
+    write_run(folder, run, family.vocabs_to_json(vocabs, folder))
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        save_checkpoint(folder, 1, build_for(run, vocabs), state={"step": 1})
+        save_checkpoint(folder, 1, family.build(run, vocabs), state={"step": 1})
     return folder
 
 

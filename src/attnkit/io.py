@@ -1,16 +1,20 @@
-"""Atomic file writes: temp file in the same folder, fsync, rename. Nothing is ever half-written.
+"""Atomic writes: temp file (or folder) in the same folder, fsync, rename. Nothing is ever half-written.
 
-A process killed mid-write (SIGKILL, power loss) leaves only its temporary, `.NAME.XXXXXXXX.tmp`,
-which `remove_temporaries` deletes once the folder's one writer starts again.
+The one place that writes files and folders atomically: `atomic_path` / `atomic_write_text` /
+`atomic_write_bytes` for files, `atomic_dir` for folders (checkpoints, prepared data). A process
+killed mid-write (SIGKILL, power loss) leaves only its temporary, `.NAME.XXXXXXXX.tmp` (folders:
+`PREFIX NAME-PID`), which `remove_temporaries` (or the folder's owner) deletes once the folder's one
+writer starts again.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from attnkit.errors import AttnkitError
 
@@ -42,6 +46,36 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp_path.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+@contextmanager
+def atomic_dir(final: Path, tmp_prefix: str) -> Iterator[Path]:
+    """Yield an empty temp folder beside `final`; on success its files are fsynced and it replaces
+    `final` (an existing `final` is removed first). On any error the temp folder is deleted."""
+    tmp = final.with_name(f"{tmp_prefix}{final.name}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+        for f in tmp.iterdir():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        _fsync_dir(tmp)
+        if final.exists():
+            remove_dir(final, tmp_prefix)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fsync_dir(final.parent)
+
+
+def remove_dir(path: Path, tmp_prefix: str = ".tmp-") -> None:
+    """Delete a folder safely: rename it to a temporary name (atomic), then delete that."""
+    doomed = path.with_name(f"{tmp_prefix}old-{path.name}-{os.getpid()}")
+    os.replace(path, doomed)
+    _fsync_dir(path.parent)
+    shutil.rmtree(doomed)
 
 
 def remove_temporaries(folder: str | Path) -> list[Path]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any
 
 from tqdm import tqdm
 
 from attnkit.config.schema import Train
-from attnkit.train.state import TrainState
 
 
 class TrainProgress:
@@ -22,14 +22,14 @@ class TrainProgress:
         self.seconds = 0.0
         self.valid = ""
 
-    def __enter__(self) -> "TrainProgress":
+    def __enter__(self) -> TrainProgress:
         return self
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.close()
 
-    def event(self, kind: str, state: TrainState, info: dict) -> None:
+    def event(self, kind: str, state: Any, info: dict) -> None:
         if self.bar is None:
             self.bar = tqdm(total=self.total, unit="s" if self.by_time else "step", dynamic_ncols=True, desc="train", leave=True)
         if kind == "valid":
@@ -53,7 +53,7 @@ class DownloadProgress:
         self.bar: tqdm | None = None
         self.name = ""
 
-    def __enter__(self) -> "DownloadProgress":
+    def __enter__(self) -> DownloadProgress:
         return self
 
     def __exit__(self, *exc) -> None:

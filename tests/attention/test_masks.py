@@ -27,9 +27,7 @@ def test_combine_masks_is_broadcast_and_ignores_none():
     keep = padding_mask(torch.tensor([2, 3]), max_len=3)  # (2, 1, 3)
     combined = combine_masks(keep, None, causal_mask(3))
     # by hand: row i of example b keeps j <= i and j < length_b
-    expected = torch.tensor(
-        [[[1, 0, 0], [1, 1, 0], [1, 1, 0]], [[1, 0, 0], [1, 1, 0], [1, 1, 1]]], dtype=torch.bool
-    )
+    expected = torch.tensor([[[1, 0, 0], [1, 1, 0], [1, 1, 0]], [[1, 0, 0], [1, 1, 0], [1, 1, 1]]], dtype=torch.bool)
     assert torch.equal(combined, expected)
     assert combine_masks(None, None) is None
 

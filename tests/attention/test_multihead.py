@@ -31,9 +31,7 @@ def torch_copy(ours: MultiHeadAttention, kdim=None, vdim=None) -> nn.MultiheadAt
 
 def assert_parity(ours_out, ref_module, q, k, v, key_padding_mask=None, attn_mask=None):
     context, weights = ours_out
-    ref_context, ref_weights = ref_module(
-        q, k, v, key_padding_mask=key_padding_mask, attn_mask=attn_mask, average_attn_weights=False
-    )
+    ref_context, ref_weights = ref_module(q, k, v, key_padding_mask=key_padding_mask, attn_mask=attn_mask, average_attn_weights=False)
     _, ref_mean = ref_module(q, k, v, key_padding_mask=key_padding_mask, attn_mask=attn_mask)
     assert (context - ref_context).abs().max() < ATOL
     assert (weights - ref_weights).abs().max() < ATOL
@@ -145,9 +143,7 @@ def test_gradcheck_float64(need_weights):
     q = torch.randn(2, 3, 8, dtype=torch.float64, requires_grad=True)
     kv = torch.randn(2, 4, 8, dtype=torch.float64, requires_grad=True)
     keep = padding_mask(torch.tensor([4, 2]))
-    assert torch.autograd.gradcheck(
-        lambda q, kv: mha(q, kv, kv, keep, need_weights=need_weights)[0], (q, kv)
-    )
+    assert torch.autograd.gradcheck(lambda q, kv: mha(q, kv, kv, keep, need_weights=need_weights)[0], (q, kv))
     x = torch.randn(2, 3, 8, dtype=torch.float64, requires_grad=True)  # fused self-attention path
     assert torch.autograd.gradcheck(lambda x: mha(x, x, x, causal_mask(3), need_weights=need_weights)[0], (x,))
 

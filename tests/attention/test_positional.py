@@ -32,12 +32,7 @@ def test_fixed_offset_is_a_linear_map_equal_to_block_rotations():
     torch.testing.assert_close(table[check] @ m_k.T, table[check + k], atol=1e-9, rtol=0)
     # sin(w(p+k)) = cos(wk) sin(wp) + sin(wk) cos(wp);  cos(w(p+k)) = -sin(wk) sin(wp) + cos(wk) cos(wp)
     omegas = [10000 ** (-2 * i / d_model) for i in range(d_model // 2)]
-    rotation = torch.block_diag(
-        *[
-            torch.tensor([[math.cos(w * k), math.sin(w * k)], [-math.sin(w * k), math.cos(w * k)]], dtype=torch.float64)
-            for w in omegas
-        ]
-    )
+    rotation = torch.block_diag(*[torch.tensor([[math.cos(w * k), math.sin(w * k)], [-math.sin(w * k), math.cos(w * k)]], dtype=torch.float64) for w in omegas])
     torch.testing.assert_close(m_k, rotation, atol=1e-9, rtol=0)
 
 

@@ -63,9 +63,7 @@ def test_gradcheck_float64(need_weights):
     keep = padding_mask(torch.tensor([5, 2])).unsqueeze(1)
     if need_weights:  # the explicit path also handles an all-masked row; SDPA's contract excludes it
         keep = keep & torch.tensor([True, True, False]).view(1, 1, 3, 1)
-    assert torch.autograd.gradcheck(
-        lambda q, k, v: scaled_dot_product_attention(q, k, v, keep, need_weights=need_weights)[0], (q, k, v)
-    )
+    assert torch.autograd.gradcheck(lambda q, k, v: scaled_dot_product_attention(q, k, v, keep, need_weights=need_weights)[0], (q, k, v))
 
 
 def test_scaling_argument_of_section_3_2_1():

@@ -3,9 +3,11 @@
 import pytest
 import yaml
 
-from attnkit.config import dump_config, load_config, validate
+from attnkit.config import dump_config
 from attnkit.config.load import apply_override
 from attnkit.errors import ConfigError
+from attnkit.families import load_config
+from attnkit.families import validate_run as validate
 
 MINIMAL = {"data": {"corpus": "synthetic"}, "train": {"max_steps": 10}}
 
@@ -44,7 +46,7 @@ def test_wrong_type_and_bad_value(tmp_path):
 
 def test_unknown_model_kind(tmp_path):
     path = write(tmp_path, {**MINIMAL, "model": {"kind": "lstm9000"}})
-    with pytest.raises(ConfigError, match="model: Input tag 'lstm9000'"):
+    with pytest.raises(ConfigError, match="model.kind: unknown model kind 'lstm9000' \\(known: 'transformer', 'rnn', 'sase'\\)"):
         load_config(path)
 
 
@@ -106,7 +108,7 @@ SASE = {"data": {"corpus": "sst", "phrases": True}, "model": {"kind": "sase", "r
 
 def test_sase_config_paper_names_and_classification_data(tmp_path):
     run = load_config(write(tmp_path, SASE))
-    assert run.task == "classification" and run.data.phrases and run.model.r == 10
+    assert run.model.kind == "sase" and run.data.phrases and run.model.r == 10
     # Lin et al. 2017, sec. 4.1/4.2 (Yelp): u=300, d_a=350, hidden MLP 3000, coef 1.0.
     assert (run.model.u, run.model.d_a, run.model.mlp_hidden, run.model.coef) == (300, 350, 3000, 1.0)
     assert validate(yaml.safe_load(dump_config(run)), "dump") == run
@@ -116,9 +118,9 @@ def test_sase_config_paper_names_and_classification_data(tmp_path):
     "change, message",
     [
         ({"data": {"corpus": "sst", "phrase": True}}, "data.phrase: unknown key"),
-        ({"model": {"kind": "sase", "hops": 3}}, "model.sase.hops: unknown key"),
-        ({"train": {"max_minutes": 1}}, "train.early_stopping: bleu is for translation; use accuracy or loss"),
-        ({"data": {"corpus": "synthetic"}}, "model kind 'sase' needs a classification corpus (sst, snli, labelled)"),
+        ({"model": {"kind": "sase", "hops": 3}}, "model.hops: unknown key"),
+        ({"train": {"max_minutes": 1}}, "train.early_stopping: bleu is not measured for a sase model; use accuracy or loss"),
+        ({"data": {"corpus": "synthetic"}}, "data.corpus: Input should be 'sst', 'snli' or 'labelled'"),
         ({"data": {"corpus": "labelled", "train": "a.tsv"}}, "corpus 'labelled' needs data.train and data.valid"),
         ({"model": {"kind": "sase", "encoder": "none", "pooling": "last"}}, "pooling 'last' takes the bi-LSTM's final states"),
         ({"model": {"kind": "sase", "pair": "factor"}}, "model.pair needs sentence pairs"),
@@ -131,5 +133,5 @@ def test_sase_config_errors(tmp_path, change, message):
 
 
 def test_accuracy_early_stopping_is_for_classification(tmp_path):
-    with pytest.raises(ConfigError, match="accuracy is for classification; use bleu or loss"):
+    with pytest.raises(ConfigError, match="accuracy is not measured for a transformer model; use bleu or loss"):
         load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "early_stopping": "accuracy"}}))

@@ -31,9 +31,7 @@ def padded(batch: list[int], lengths: list[int]) -> int:
 def test_encode_pairs_drops_and_counts(caplog: pytest.LogCaptureFixture) -> None:
     tok = WordTokenizer()
     src_vocab, tgt_vocab = Vocabulary(["a", "b"]), Vocabulary(["x"])
-    pairs = [
-        ("a b", "x"), ("", "x"), ("a", "  "), ("a a a a", "x"), ("b", "x x x x"), ("a zz", "x y")
-    ]
+    pairs = [("a b", "x"), ("", "x"), ("a", "  "), ("a a a a", "x"), ("b", "x x x x"), ("a zz", "x y")]
     with caplog.at_level(logging.INFO, logger="attnkit"):
         examples, dropped = encode_pairs(pairs, tok, src_vocab, tok, tgt_vocab, max_len=3)
     assert examples == [([4, 5], [4]), ([4, UNK], [4, UNK])]
@@ -118,16 +116,9 @@ def test_without_shuffle_batches_follow_length(lengths: tuple[list[int], list[in
 
 
 @pytest.mark.parametrize("world_size", [2, 3, 4])
-def test_shards_are_disjoint_equal_and_covering(
-    lengths: tuple[list[int], list[int]], world_size: int
-) -> None:
+def test_shards_are_disjoint_equal_and_covering(lengths: tuple[list[int], list[int]], world_size: int) -> None:
     src, tgt = lengths
-    shards = [
-        TokenBatcher(
-            src, tgt, max_tokens=256, shuffle=True, seed=1, rank=r, world_size=world_size
-        ).epoch(2)
-        for r in range(world_size)
-    ]
+    shards = [TokenBatcher(src, tgt, max_tokens=256, shuffle=True, seed=1, rank=r, world_size=world_size).epoch(2) for r in range(world_size)]
     assert len({len(shard) for shard in shards}) == 1
     indices = [i for shard in shards for b in shard for i in b]
     assert sorted(indices) == list(range(len(src)))  # disjoint and covering
@@ -139,10 +130,7 @@ def test_shards_are_disjoint_equal_and_covering(
 def test_single_example_batches_that_cannot_split_evenly(caplog: pytest.LogCaptureFixture) -> None:
     nines = [9] * 5  # 5 examples, each alone over the budget: 5 batches for 2 ranks
     with caplog.at_level(logging.WARNING, logger="attnkit"):
-        batchers = [
-            TokenBatcher(nines, nines, max_tokens=5, shuffle=False, seed=0, rank=r, world_size=2)
-            for r in (0, 1)
-        ]
+        batchers = [TokenBatcher(nines, nines, max_tokens=5, shuffle=False, seed=0, rank=r, world_size=2) for r in (0, 1)]
         shards = [batcher.epoch(0) for batcher in batchers]
     assert [len(s) for s in shards] == [2, 2]
     assert "dropped 1 one-example batches" in caplog.text

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnkit.data.classify import (
+from attnkit.data.batching import pad as pad_ids
+from attnkit.data.vocab import UNK
+from attnkit.errors import DataError
+from attnkit.families.sentence.codec import build_vocab, encode_examples, normalize
+from attnkit.families.sentence.data import (
     SNLI_LABELS,
     SST2_LABELS,
     SST5_LABELS,
     LabelledText,
     LabelMap,
-    build_vocab,
-    encode_examples,
-    normalize,
-    pad_ids,
     parse_sst_tree,
     read_labelled,
     read_snli,
@@ -27,8 +27,6 @@ from attnkit.data.classify import (
     read_sst_tsv,
     split_by_premise,
 )
-from attnkit.data.vocab import UNK
-from attnkit.errors import DataError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared/data"  # as tests/data/conftest.py
 

@@ -45,9 +45,7 @@ def test_sha256_table_matches_the_staged_copy(multi30k: Path) -> None:
         assert hashlib.sha256((multi30k / name).read_bytes()).hexdigest() == expected
 
 
-def test_copy_from_folder_then_skip_present_files(
-    multi30k: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_copy_from_folder_then_skip_present_files(multi30k: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dest = tmp_path / "m30k"
     paths = fetch_multi30k(dest, from_dir=multi30k)
     assert [p.name for p in paths[:4]] == [f"train.{lang}.gz" for lang in ("en", "de", "fr", "cs")]
@@ -70,9 +68,7 @@ def test_bad_checksum_names_file_expected_and_actual(multi30k: Path, tmp_path: P
     with pytest.raises(DataError) as err:
         fetch_multi30k(dest, from_dir=tampered, **VAL)
     expected = MULTI30K_SHA256["val.de.gz"]
-    assert str(err.value) == (
-        f"{tampered / 'val.de.gz'}: sha256 mismatch: expected {expected}, got {actual}"
-    )
+    assert str(err.value) == (f"{tampered / 'val.de.gz'}: sha256 mismatch: expected {expected}, got {actual}")
     assert sorted(p.name for p in dest.iterdir()) == ["val.en.gz"]  # no .part, no bad file
 
 
@@ -82,16 +78,12 @@ def test_missing_file_in_from_folder(multi30k: Path, tmp_path: Path) -> None:
     shutil.copy(multi30k / "val.en.gz", partial)
     with pytest.raises(DataError) as err:
         fetch_multi30k(tmp_path / "dest", from_dir=partial, **VAL)
-    assert str(err.value) == (
-        f"{partial / 'val.de.gz'}: no such file (copying Multi30k from {partial})"
-    )
+    assert str(err.value) == (f"{partial / 'val.de.gz'}: no such file (copying Multi30k from {partial})")
     with pytest.raises(DataError, match=r"/absent: no such folder \(to copy Multi30k from\)$"):
         fetch_multi30k(tmp_path / "dest", from_dir=tmp_path / "absent", **VAL)
 
 
-def test_download_verifies_reports_progress_and_replaces_bad_copies(
-    multi30k: Path, tmp_path: Path, server: tuple[str, Path]
-) -> None:
+def test_download_verifies_reports_progress_and_replaces_bad_copies(multi30k: Path, tmp_path: Path, server: tuple[str, Path]) -> None:
     base_url, root = server
     for name in ("val.en.gz", "val.de.gz"):
         shutil.copy(multi30k / name, root)

@@ -1,4 +1,4 @@
-"""Tests for attnkit.data.prepare: the path from files or pairs to encoded examples."""
+"""Tests for attnkit.families.translation.prepare: the path from files or pairs to encoded examples."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-from attnkit.data.prepare import prepare_translation
 from attnkit.data.synthetic import generate
 from attnkit.data.text import read_lines
 from attnkit.errors import DataError
+from attnkit.families.translation.prepare import prepare_translation
 
 
 def write(path: Path, lines: list[str]) -> Path:
@@ -21,7 +21,12 @@ def write(path: Path, lines: list[str]) -> Path:
 def test_word_pairs_joint(tmp_path: Path) -> None:
     pairs = generate("reverse", 100, vocab_size=12, min_len=1, max_len=6, seed=0)
     prepared = prepare_translation(
-        train=pairs, valid=pairs[:10], tokenizer="word", vocab_size=1000, joint=True, max_len=5,
+        train=pairs,
+        valid=pairs[:10],
+        tokenizer="word",
+        vocab_size=1000,
+        joint=True,
+        max_len=5,
         cache_dir=tmp_path,
     )
     assert prepared.src_tokenizer is prepared.tgt_tokenizer
@@ -40,7 +45,12 @@ def test_word_pairs_joint(tmp_path: Path) -> None:
 def test_char_separate_vocabularies(tmp_path: Path) -> None:
     pairs = [("ab", "xyz"), ("ba", "zz")]
     prepared = prepare_translation(
-        train=pairs, valid=[], tokenizer="char", vocab_size=100, joint=False, max_len=10,
+        train=pairs,
+        valid=[],
+        tokenizer="char",
+        vocab_size=100,
+        joint=False,
+        max_len=10,
         cache_dir=tmp_path,
     )
     assert prepared.src_vocab.to_json()["tokens"][4:] == ["a", "b"]
@@ -52,8 +62,13 @@ def test_files_are_checked_and_skip_lines_dropped(tmp_path: Path) -> None:
     src = write(tmp_path / "t.src", ["a b", "", "c d", "e f"])
     tgt = write(tmp_path / "t.tgt", ["x y", "z", "   ", "u v"])
     prepared = prepare_translation(
-        train=(src, tgt), valid=(src, tgt), tokenizer="word", vocab_size=100, joint=False,
-        max_len=10, cache_dir=tmp_path,
+        train=(src, tgt),
+        valid=(src, tgt),
+        tokenizer="word",
+        vocab_size=100,
+        joint=False,
+        max_len=10,
+        cache_dir=tmp_path,
     )
     assert prepared.skipped == {"train": {"blank": 2}, "valid": {"blank": 2}}
     assert prepared.valid_pairs == [("a b", "x y"), ("e f", "u v")]
@@ -66,12 +81,16 @@ def test_failed_check_lists_failing_rows_in_one_line(tmp_path: Path) -> None:
     tgt.write_bytes(b"x\n\xffy\n")
     with pytest.raises(DataError) as err:
         prepare_translation(
-            train=(src, tgt), valid=[], tokenizer="word", vocab_size=100, joint=True, max_len=10,
+            train=(src, tgt),
+            valid=[],
+            tokenizer="word",
+            vocab_size=100,
+            joint=True,
+            max_len=10,
             cache_dir=tmp_path,
         )
     assert str(err.value) == (
-        f"{src} / {tgt}: data check failed: mismatch 1 (first line 3); not_utf8 1 (first line 2); "
-        f"run `attnkit data check {src} {tgt}` for the full table"
+        f"{src} / {tgt}: data check failed: mismatch 1 (first line 3); not_utf8 1 (first line 2); run `attnkit data check {src} {tgt}` for the full table"
     )
 
 
@@ -80,8 +99,14 @@ def test_warn_policy_keeps_bad_utf8_replaced(tmp_path: Path) -> None:
     tgt = tmp_path / "t.tgt"
     tgt.write_bytes(b"x\n\xffy\n")
     prepared = prepare_translation(
-        train=(src, tgt), valid=[], tokenizer="word", vocab_size=100, joint=True, max_len=10,
-        cache_dir=tmp_path, check_policy={"not_utf8": "warn"},
+        train=(src, tgt),
+        valid=[],
+        tokenizer="word",
+        vocab_size=100,
+        joint=True,
+        max_len=10,
+        cache_dir=tmp_path,
+        check_policy={"not_utf8": "warn"},
     )
     assert prepared.tgt_vocab.decode(prepared.train[1][1]) == ["\ufffdy"]
 
@@ -90,21 +115,36 @@ def test_empty_corpus(tmp_path: Path) -> None:
     src, tgt = write(tmp_path / "e.src", []), write(tmp_path / "e.tgt", [])
     with pytest.raises(DataError) as err:
         prepare_translation(
-            train=(src, tgt), valid=[], tokenizer="word", vocab_size=10, joint=True, max_len=10,
+            train=(src, tgt),
+            valid=[],
+            tokenizer="word",
+            vocab_size=10,
+            joint=True,
+            max_len=10,
             cache_dir=tmp_path,
         )
     assert str(err.value) == f"{src}: empty file"
     blank_src, blank_tgt = write(tmp_path / "b.src", ["", ""]), write(tmp_path / "b.tgt", ["x", ""])
     with pytest.raises(DataError) as err:
         prepare_translation(
-            train=(blank_src, blank_tgt), valid=[], tokenizer="word", vocab_size=10, joint=True,
-            max_len=10, cache_dir=tmp_path,
+            train=(blank_src, blank_tgt),
+            valid=[],
+            tokenizer="word",
+            vocab_size=10,
+            joint=True,
+            max_len=10,
+            cache_dir=tmp_path,
         )
     assert str(err.value) == f"no training pairs ({blank_src} / {blank_tgt})"
     with pytest.raises(DataError) as err:
         prepare_translation(
-            train=[("a b", "x y")], valid=[], tokenizer="word", vocab_size=10, joint=True,
-            max_len=1, cache_dir=tmp_path,
+            train=[("a b", "x y")],
+            valid=[],
+            tokenizer="word",
+            vocab_size=10,
+            joint=True,
+            max_len=1,
+            cache_dir=tmp_path,
         )
     assert str(err.value) == "no training examples left after checks and filters (1 given pairs)"
 
@@ -113,7 +153,11 @@ def test_bpe_joint_on_multi30k_slice(m30k_slice: dict[str, Path], tmp_path: Path
     prepared = prepare_translation(
         train=(m30k_slice["train.en"], m30k_slice["train.de"]),
         valid=(m30k_slice["val.en"], m30k_slice["val.de"]),
-        tokenizer="bpe", vocab_size=500, joint=True, max_len=100, cache_dir=tmp_path,
+        tokenizer="bpe",
+        vocab_size=500,
+        joint=True,
+        max_len=100,
+        cache_dir=tmp_path,
     )
     assert prepared.src_tokenizer is prepared.tgt_tokenizer and len(prepared.src_vocab) == 500
     assert (len(prepared.train), len(prepared.valid), len(prepared.valid_pairs)) == (2000, 200, 200)
@@ -127,7 +171,11 @@ def test_unigram_separate_on_multi30k_slice(m30k_slice: dict[str, Path], tmp_pat
     prepared = prepare_translation(
         train=(m30k_slice["train.en"], m30k_slice["train.de"]),
         valid=(m30k_slice["val.en"], m30k_slice["val.de"]),
-        tokenizer="unigram", vocab_size=400, joint=False, max_len=100, cache_dir=tmp_path,
+        tokenizer="unigram",
+        vocab_size=400,
+        joint=False,
+        max_len=100,
+        cache_dir=tmp_path,
     )
     assert prepared.src_tokenizer is not prepared.tgt_tokenizer
     assert prepared.src_tokenizer.kind == prepared.tgt_tokenizer.kind == "unigram"

@@ -78,10 +78,7 @@ def test_read_parallel_count_mismatch_names_both_files_counts_and_check(tmp_path
     tgt = write(tmp_path / "a.de", b"1\n2\n")
     with pytest.raises(DataError) as err:
         read_parallel(src, tgt)
-    assert str(err.value) == (
-        f"{src} has 3 lines but {tgt} has 2; "
-        f"run `attnkit data check {src} {tgt}` to see where they diverge"
-    )
+    assert str(err.value) == (f"{src} has 3 lines but {tgt} has 2; run `attnkit data check {src} {tgt}` to see where they diverge")
 
 
 def test_real_multi30k_de(multi30k: Path) -> None:

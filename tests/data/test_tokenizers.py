@@ -34,9 +34,7 @@ def spm_model(
     """A joint en+de model trained on 2,000 Multi30k lines per side."""
     cache = tmp_path_factory.mktemp(f"spm_{request.param}")
     files = [m30k_slice["train.en"], m30k_slice["train.de"]]
-    return train_sentencepiece(
-        files, model_type=request.param, vocab_size=VOCAB_SIZE, cache_dir=cache, seed=1
-    )
+    return train_sentencepiece(files, model_type=request.param, vocab_size=VOCAB_SIZE, cache_dir=cache, seed=1)
 
 
 def test_word_tokenizer() -> None:
@@ -68,9 +66,7 @@ def test_kind_is_read_from_the_model(spm_model: Path) -> None:
     assert SentencePieceTokenizer(spm_model).to_dict() == {"kind": kind, "model": spm_model.name}
 
 
-def test_vocabulary_ids_equal_sentencepiece_ids(
-    spm_model: Path, m30k_slice: dict[str, Path]
-) -> None:
+def test_vocabulary_ids_equal_sentencepiece_ids(spm_model: Path, m30k_slice: dict[str, Path]) -> None:
     processor = spm.SentencePieceProcessor(model_file=str(spm_model))
     assert [processor.id_to_piece(i) for i in range(4)] == list(SPECIALS)
     ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
@@ -81,9 +77,7 @@ def test_vocabulary_ids_equal_sentencepiece_ids(
         assert vocab.encode(tok.tokenize(line)) == processor.encode(line)
 
 
-def test_cache_is_reused_not_retrained(
-    spm_model: Path, m30k_slice: dict[str, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cache_is_reused_not_retrained(spm_model: Path, m30k_slice: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     files = [m30k_slice["train.en"], m30k_slice["train.de"]]
     kind = SentencePieceTokenizer(spm_model).kind
     mtime = spm_model.stat().st_mtime_ns
@@ -93,18 +87,14 @@ def test_cache_is_reused_not_retrained(
 
     monkeypatch.setattr(tokenizers.spm.SentencePieceTrainer, "train", no_training)
     start = time.perf_counter()
-    again = train_sentencepiece(
-        files, model_type=kind, vocab_size=VOCAB_SIZE, cache_dir=spm_model.parent, seed=1
-    )
+    again = train_sentencepiece(files, model_type=kind, vocab_size=VOCAB_SIZE, cache_dir=spm_model.parent, seed=1)
     assert again == spm_model
     assert spm_model.stat().st_mtime_ns == mtime
     assert time.perf_counter() - start < 0.5
     assert sorted(p.name for p in spm_model.parent.iterdir()) == [spm_model.name]  # no temp files
 
 
-def test_cache_key_covers_content_and_every_setting(
-    m30k_slice: dict[str, Path], tmp_path: Path
-) -> None:
+def test_cache_key_covers_content_and_every_setting(m30k_slice: dict[str, Path], tmp_path: Path) -> None:
     small = tmp_path / "small.txt"
     lines = read_lines(m30k_slice["train.en"])[:300]
     small.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
@@ -159,9 +149,7 @@ def test_save_and_load_tokenizers(spm_model: Path, tmp_path: Path) -> None:
 def test_load_tokenizer_errors(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError) as err:
         load_tokenizer({"kind": "bpe", "model": "spm.model"}, tmp_path)
-    assert str(err.value) == (
-        f"{tmp_path / 'spm.model'}: no such file (the bpe tokenizer model of run {tmp_path})"
-    )
+    assert str(err.value) == (f"{tmp_path / 'spm.model'}: no such file (the bpe tokenizer model of run {tmp_path})")
     with pytest.raises(CheckpointError, match=r"unknown tokenizer kind 'moses'"):
         load_tokenizer({"kind": "moses"}, tmp_path)
 

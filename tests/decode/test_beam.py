@@ -34,7 +34,7 @@ import math
 
 import pytest
 import torch
-from decode_toys import SCRIPT_7, A, B, C, EOS, ScriptedDecoder, scripted_src
+from decode_toys import EOS, SCRIPT_7, A, B, C, ScriptedDecoder, scripted_src
 
 from attnkit.decode.beam import beam_search, first_non_eos, top_candidates
 from attnkit.decode.hypothesis import length_penalty

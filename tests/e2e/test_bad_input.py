@@ -169,21 +169,45 @@ CASES = [
     # translate
     Case("run folder missing", lambda tmp, run: ["translate", str(tmp / "norun")], "norun"),
     Case("run folder without config.yaml", lambda tmp, run: ["translate", str(tmp)], "config.yaml"),
-    Case("input file missing", lambda tmp, run: ["translate", str(run), "--input", str(tmp / "none.txt"), "--output", str(tmp / "out.txt")], "none.txt", "out.txt"),
+    Case(
+        "input file missing",
+        lambda tmp, run: ["translate", str(run), "--input", str(tmp / "none.txt"), "--output", str(tmp / "out.txt")],
+        "none.txt",
+        "out.txt",
+    ),
     Case("input is a directory", lambda tmp, run: ["translate", str(run), "--input", str(tmp), "--output", str(tmp / "out.txt")], "directory", "out.txt"),
     Case("invalid UTF-8 input", _translate_input(b"t1 t2\n\xc3\x28 t3\n"), "line 2", "out.txt"),
-    Case("input unreadable", lambda tmp, run: ["translate", str(run), "--input", str(_unreadable(tmp)), "--output", str(tmp / "out.txt")], "cannot read", "out.txt"),
+    Case(
+        "input unreadable",
+        lambda tmp, run: ["translate", str(run), "--input", str(_unreadable(tmp)), "--output", str(tmp / "out.txt")],
+        "cannot read",
+        "out.txt",
+    ),
     Case("a line of 100,000 characters", _translate_input("t1 t2\n" + "t3 " * 33_333 + "t4\n"), "in.txt, line 2: 33334 pieces", "out.txt"),
-    Case("--output under a file", lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--output", str(_write(tmp, "f", "") / "out.txt")], "f/out.txt"),
+    Case(
+        "--output under a file",
+        lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--output", str(_write(tmp, "f", "") / "out.txt")],
+        "f/out.txt",
+    ),
     Case("output is a directory", lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--output", str(tmp)], "directory"),
-    Case("nbest above beam", lambda tmp, run: ["translate", str(run), "--beam", "2", "--nbest", "3"], "--nbest"),
+    Case("nbest above beam", lambda tmp, run: ["translate", str(run), "--beam", "2", "--nbest", "3"], "nbest (3) must be <= beam (2)"),
     Case("checkpoint step missing", lambda tmp, run: ["translate", str(run), "--checkpoint", "999"], "999"),
-    Case("vocabulary does not match the checkpoint", _translate_run(lambda tmp, run: _edit_json(tmp, run, lambda m: m["src_vocab"]["tokens"].append("extra"))), "do not match"),
+    Case(
+        "vocabulary does not match the checkpoint",
+        _translate_run(lambda tmp, run: _edit_json(tmp, run, lambda m: m["src_vocab"]["tokens"].append("extra"))),
+        "do not match",
+    ),
     # evaluate
     Case("evaluate: source and reference differ in length", _evaluate("t1 t2\nt3\n", "t2 t1\n"), "r.txt"),
-    Case("evaluate: reference missing", lambda tmp, run: ["evaluate", str(run), "--src", str(_write(tmp, "s.txt", "t1\n")), "--ref", str(tmp / "r.txt")], "r.txt"),
+    Case(
+        "evaluate: reference missing", lambda tmp, run: ["evaluate", str(run), "--src", str(_write(tmp, "s.txt", "t1\n")), "--ref", str(tmp / "r.txt")], "r.txt"
+    ),
     Case("evaluate: reference not UTF-8", _evaluate("t1 t2\n", b"\xff\xfe\n"), "r.txt"),
-    Case("evaluate: reference is a directory", lambda tmp, run: ["evaluate", str(run), "--src", str(_write(tmp, "s.txt", "t1\n")), "--ref", str(tmp)], "directory"),
+    Case(
+        "evaluate: reference is a directory",
+        lambda tmp, run: ["evaluate", str(run), "--src", str(_write(tmp, "s.txt", "t1\n")), "--ref", str(tmp)],
+        "directory",
+    ),
     Case("evaluate: a source line of 100,000 characters", _evaluate("t3 " * 33_333 + "t4\n", "t4 t3\n"), "s.txt, line 1"),
     # average
     Case("average: more checkpoints than exist", lambda tmp, run: ["average", str(run), "--last", "50", "--out", str(tmp / "avg")], "50", "avg"),
@@ -199,7 +223,12 @@ CASES = [
     Case("evaluate --data: unknown label", _evaluate_data("text\tlabel\nt1 t2\tneg\nt3\tmaybe\n"), "line 3: unknown label 'maybe'", run=SASE),
     Case("evaluate --data: missing column", _evaluate_data("sentence\tlabel\nt1 t2\tneg\n"), "no column 'text'", run=SASE),
     Case("evaluate --data: a translation run", _evaluate_data("text\tlabel\nt1\tneg\n"), "--src FILE --ref FILE"),
-    Case("embed: output is a directory", lambda tmp, run: ["embed", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--out", str(tmp)], "directory", run=SASE),
+    Case(
+        "embed: output is a directory",
+        lambda tmp, run: ["embed", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--out", str(tmp)],
+        "directory",
+        run=SASE,
+    ),
     Case("explain: no sentence", lambda tmp, run: ["explain", str(run), "--html", str(tmp / "x.html")], "give a sentence", "x.html", run=SASE),
     Case("explain: --html under a file", lambda tmp, run: ["explain", str(run), "t1 t2", "--html", str(_write(tmp, "f", "") / "x.html")], "f/x.html", run=SASE),
     # serve (refused before it binds)
@@ -277,9 +306,14 @@ def _trained(tmp: Path, run: Path, log: str) -> None:
 ACCEPTED = [
     Accepted("translate: BOM and CRLF line ends", _translate_input(b"\xef\xbb\xbft1 t2 t3\r\nt4 t5\r\n"), _same_as_plain),
     Accepted("translate: control characters", _translate_input("t1 t2\x07 t3\n\x1b[31mt4\x00 t5\n"), _one_line_each),
-    Accepted("train: BOM and CRLF line ends", _train(src=b"\xef\xbb\xbfa b c\r\nd e f\r\ng h\r\n", tgt=b"\xef\xbb\xbfc b a\r\nf e d\r\nh g\r\n"), _vocab_is_clean),
-    Accepted("train: a line of 100,000 characters is skipped and counted", _train(src="a b c\n" + "x " * 50_000 + "\ng h\n"),
-             _logged("skipped 1 lines: too_long 1 (first line 2)")),  # fmt: skip
+    Accepted(
+        "train: BOM and CRLF line ends", _train(src=b"\xef\xbb\xbfa b c\r\nd e f\r\ng h\r\n", tgt=b"\xef\xbb\xbfc b a\r\nf e d\r\nh g\r\n"), _vocab_is_clean
+    ),
+    Accepted(
+        "train: a line of 100,000 characters is skipped and counted",
+        _train(src="a b c\n" + "x " * 50_000 + "\ng h\n"),
+        _logged("skipped 1 lines: too_long 1 (first line 2)"),
+    ),  # fmt: skip
     Accepted("train: control characters", _train(src="a b\x07 c\nd \x00e f\ng h\n"), _trained),
 ]
 
@@ -317,7 +351,16 @@ DAMAGE = {"pickle": (_pickle_everywhere, "model.safetensors"), "truncated safete
           "another model's config": (_other_model_kind, "config.yaml")}  # fmt: skip
 LOADERS: dict[str, Callable[[Path, Path], list[str]]] = {
     "translate": lambda tmp, run: ["translate", str(run), "--checkpoint", "last", "--input", str(_write(tmp, "in.txt", "t1 t2\n"))],
-    "evaluate": lambda tmp, run: ["evaluate", str(run), "--checkpoint", "last", "--src", str(_write(tmp, "s.txt", "t1\n")), "--ref", str(_write(tmp, "r.txt", "t1\n"))],
+    "evaluate": lambda tmp, run: [
+        "evaluate",
+        str(run),
+        "--checkpoint",
+        "last",
+        "--src",
+        str(_write(tmp, "s.txt", "t1\n")),
+        "--ref",
+        str(_write(tmp, "r.txt", "t1\n")),
+    ],
     "average": lambda tmp, run: ["average", str(run), "--last", "1", "--out", str(tmp / "avg")],
     "train --resume": lambda tmp, run: ["train", str(run / "config.yaml"), "--out", str(run), "--resume"],
 }

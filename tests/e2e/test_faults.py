@@ -12,19 +12,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from attnkit.artifacts.checkpoint import checkpoint_dirs, load_trainer
 from attnkit.cli import main
-from attnkit.config import load_config
-from attnkit.runs import load_run
-from attnkit.train.checkpoint import checkpoint_dirs, load_trainer
+from attnkit.families import load_config, load_run
+from attnkit.families.translation.task import TranslationTask
 from attnkit.train.loop import train
-from attnkit.train.translation import TranslationTask
 
 # Checkpoints every 5 updates, so kills land in updates, in checkpoint writes and in pruning alike.
 # One thread: the same float reductions in every process.

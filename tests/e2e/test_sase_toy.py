@@ -11,11 +11,12 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
+from attnkit.artifacts.runs import read_run, write_run
 from attnkit.cli import main
-from attnkit.config import validate
 from attnkit.data.tokenizers import WordTokenizer
 from attnkit.data.vocab import Vocabulary
-from attnkit.runs import Vocabs, read_run, write_run
+from attnkit.families import FAMILIES, validate_run
+from attnkit.families.translation.codec import Vocabs
 from attnkit.train.loop import train
 
 FILLER = [f"w{i}" for i in range(20)]
@@ -63,7 +64,7 @@ def test_trains_to_separate_the_keyword_task(keyword_run):
     assert "examples" in next(r for r in records if r["kind"] == "train")
     best = json.loads((keyword_run / "best.json").read_text())
     assert best["best"] == max(r["accuracy"] for r in valid)  # early stopping on accuracy
-    _, vocabs = read_run(keyword_run)
+    _, vocabs = read_run(keyword_run, FAMILIES["classification"])
     assert vocabs.labels.labels == ("neg", "pos") and "good" in vocabs.vocab.to_json()["tokens"]
 
 
@@ -122,7 +123,7 @@ def test_explain_writes_html_and_png(keyword_run, tmp_path, capsys):
         (["evaluate", "RUN", "--data", "DATA"], "sentence\tlabel\nw1 good\tmaybe\n", "unknown label 'maybe' (known: neg, pos)"),
         (["classify", "RUN", "--input", "DATA"], "w1 good\n\nbad\n", "DATA, line 2: empty text"),
         (["evaluate", "RUN", "--src", "DATA", "--ref", "DATA"], "", "a sentence classifier: evaluate it with --data FILE"),
-        (["translate", "RUN", "--input", "DATA"], "w1\n", "a classification run (sase); this command needs a translation run"),
+        (["translate", "RUN", "--input", "DATA"], "w1\n", "a sase model; this command needs a translation run"),
     ],
 )
 def test_bad_input_is_one_error_line(keyword_run, tmp_path, capsys, args, data, message):
@@ -136,17 +137,17 @@ def test_bad_input_is_one_error_line(keyword_run, tmp_path, capsys, args, data, 
 
 
 def test_a_translation_run_given_to_classify_is_refused(tmp_path, capsys):
-    run = validate({"data": {"corpus": "synthetic", "tokenizer": "word"}, "train": {"max_steps": 1}}, "t")
+    run = validate_run({"data": {"corpus": "synthetic", "tokenizer": "word"}, "train": {"max_steps": 1}}, "t")
     vocab = Vocabulary(["t1", "t2"])
-    write_run(tmp_path / "mt", run, Vocabs(WordTokenizer(), WordTokenizer(), vocab, vocab))
+    write_run(tmp_path / "mt", run, FAMILIES["translation"].vocabs_to_json(Vocabs(WordTokenizer(), WordTokenizer(), vocab, vocab), tmp_path / "mt"))
     assert main(["classify", str(tmp_path / "mt"), "--input", str(tmp_path / "mt" / "config.yaml")]) == 2
-    assert "a translation run (transformer); this command needs a classification run" in capsys.readouterr().err
+    assert "a transformer model; this command needs a classification run" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "mt"), "--data", "x.tsv"]) == 2
     assert "a translation run: evaluate it with --src FILE --ref FILE" in capsys.readouterr().err
 
 
 def test_resume_equals_uninterrupted(tmp_path):
-    from attnkit.config import load_config
+    from attnkit.families import load_config
 
     path = config(tmp_path, max_steps=6, eval_every=3)
     train(load_config(path), tmp_path / "full")

@@ -7,8 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from attnkit.artifacts.checkpoint import checkpoint_dirs
 from attnkit.cli import main
-from attnkit.train.checkpoint import checkpoint_dirs
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from attnkit.evaluate.metrics import accuracy, attention_entropy, perplexity, confusion_matrix, hop_overlap, macro_f1
+from attnkit.evaluate.metrics import accuracy, attention_entropy, confusion_matrix, hop_overlap, macro_f1, perplexity
 
 
 def test_perplexity() -> None:

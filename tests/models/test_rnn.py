@@ -8,8 +8,8 @@ import torch
 
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
+from attnkit.families.translation.forcing import teacher_forcing_ratio
 from attnkit.models.rnn import RNNSeq2Seq
-from attnkit.train.schedules import teacher_forcing_ratio
 
 PAD, BOS, EOS = 0, 2, 3
 VARIANTS = {

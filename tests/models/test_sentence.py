@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from attnkit.attention.structured import frobenius_penalty
-from attnkit.data.classify import pad_ids
+from attnkit.data.batching import pad as pad_ids
 from attnkit.errors import DataError
-from attnkit.models.sentence import SelfAttentiveClassifier, SentenceOutput, load_word_vectors
+from attnkit.families.sentence.model import SelfAttentiveClassifier, SentenceOutput, load_word_vectors
 
 V, C = 30, 3
 SIZES = dict(embed_dim=8, u=6, d_a=5, r=3, mlp_hidden=10, dropout=0.0)

@@ -14,8 +14,19 @@ V = 23
 
 def make(pre_norm=False, share=True, **kw):
     torch.manual_seed(0)
-    args = dict(src_vocab_size=V, tgt_vocab_size=V, d_model=32, n_heads=4, d_ff=64, encoder_layers=2,
-                decoder_layers=2, dropout=0.0, pre_norm=pre_norm, share_embeddings=share, tie_output=share)
+    args = dict(
+        src_vocab_size=V,
+        tgt_vocab_size=V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        encoder_layers=2,
+        decoder_layers=2,
+        dropout=0.0,
+        pre_norm=pre_norm,
+        share_embeddings=share,
+        tie_output=share,
+    )
     args.update(kw)
     return Transformer(**args).eval()
 

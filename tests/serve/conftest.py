@@ -9,7 +9,7 @@ import time
 import pytest
 import uvicorn
 
-from attnkit.runs import load_run
+from attnkit.families import load_run
 from attnkit.serve.app import Batching, Limits, create_app
 
 

@@ -9,13 +9,13 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-import attnkit.serve.app as serve_app
+import attnkit.families.translation.api as translation_api
 from attnkit.cli import main
 from attnkit.errors import AttnkitError
-from attnkit.evaluate.classify import classify_texts
-from attnkit.runs import load_run
+from attnkit.families import load_run
+from attnkit.families.sentence.infer import classify_texts
+from attnkit.families.translation.explore import explore, explore_decode, record
 from attnkit.serve.app import Limits, create_app, load_models
-from attnkit.viz.explore import explore, record, search_settings
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_translate_returns_the_explained_records(client, loaded):
     assert response.status_code == 200
     body = response.json()
     assert body["model"] == "tiny"  # the first translation model is the default
-    expected = [record(e) for e in explore(loaded["tiny"], ["t1 t2 t3", "t4 t5"], search_settings(loaded["tiny"].run.decode, beam=2))]
+    expected = [record(e) for e in explore(loaded["tiny"], ["t1 t2 t3", "t4 t5"], explore_decode(loaded["tiny"].run.decode, beam=2))]
     for got, want in zip(body["results"], expected):
         assert got["text"] == want["text"] and got["nbest"] == want["nbest"] and got["src"] == want["src"]
         assert got["maps"]["cross"]["rows"] == want["maps"]["cross"]["rows"]
@@ -58,7 +58,7 @@ def test_translate_without_attention_and_by_model_name(client):
         ({"texts": ["t1 " * 20]}, 413, "texts[0]: 60 characters, at most 40 per text"),
         ({"texts": ["t1"], "model": "nope"}, 404, "unknown model 'nope'; loaded: tiny, rnn, sase"),
         ({"texts": ["t1"], "beam": 0}, 422, "body.beam: Input should be greater than or equal to 1 (got 0)"),
-        ({"texts": ["t1"], "beam": 2, "nbest": 3}, 422, "nbest 3 must be <= beam 2"),
+        ({"texts": ["t1"], "beam": 2, "nbest": 3}, 422, "decode: nbest (3) must be <= beam (2)"),
         ({"text": ["t1"]}, 422, "body.texts: Field required; body.text: Extra inputs are not permitted (got ['t1'])"),
         ({"texts": "t1"}, 422, "body.texts: Input should be a valid list (got 't1')"),
     ],
@@ -112,7 +112,7 @@ def test_model_error_is_500_and_the_server_keeps_serving(client, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("out of memory")
 
-    monkeypatch.setattr(serve_app, "explore", broken)
+    monkeypatch.setattr(translation_api, "explore", broken)
     response = client.post("/v1/translate", json={"texts": ["t1"]})
     assert (response.status_code, response.json()) == (500, {"detail": "model 'tiny' failed: RuntimeError: out of memory"})
     monkeypatch.undo()

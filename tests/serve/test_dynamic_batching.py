@@ -9,8 +9,8 @@ import httpx
 import pytest
 import torch
 
+from attnkit.families.translation.explore import explore, explore_decode, record
 from attnkit.serve.batcher import DynamicBatcher
-from attnkit.viz.explore import explore, record, search_settings
 
 TEXTS = ["t1 t2 t3", "t4", "t5 t6 t7 t8 t9 t0", "t2 t2", "t9 t8 t7 t6", "t3 t1 t4 t1 t5", "t0 t0 t0", "t7 t8"]
 
@@ -28,7 +28,7 @@ def test_concurrent_requests_are_batched_and_batch_invariant(live_server, http):
         return response.json()["results"][0]
 
     loaded = live_server.app.state.models["tiny"].loaded
-    settings = search_settings(loaded.run.decode, beam=2)
+    settings = explore_decode(loaded.run.decode, beam=2)
     alone = [record(e) for text in TEXTS for e in explore(loaded, [text], settings)]  # each text as its own batch
     before = http.get("/v1/models").json()[0]["batching"]
     with ThreadPoolExecutor(len(TEXTS)) as pool:

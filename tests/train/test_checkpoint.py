@@ -7,8 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnkit.errors import CheckpointError
-from attnkit.train.checkpoint import (
+from attnkit.artifacts.checkpoint import (
     average_checkpoints,
     checkpoint_dirs,
     find_checkpoint,
@@ -19,6 +18,7 @@ from attnkit.train.checkpoint import (
     save_checkpoint,
     save_weights,
 )
+from attnkit.errors import CheckpointError
 
 
 class Tied(nn.Module):

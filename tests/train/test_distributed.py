@@ -15,11 +15,11 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from attnkit.config import load_config
 from attnkit.data.batching import TokenBatcher
 from attnkit.errors import ConfigError
+from attnkit.families import family_of, load_config
 from attnkit.train.distributed import World, resume_position, world_from_env
-from attnkit.train.loop import make_task, train
+from attnkit.train.loop import train
 
 # dropout 0: the two runs draw random numbers differently. accum 2 on each of 2 ranks = accum 4 in
 # one process, so the test covers sharding, no_sync on micro-batches and the loss normalisation.
@@ -87,7 +87,7 @@ def test_two_ranks_equal_one_process_with_both_batches(tmp_path: Path) -> None:
     config.write_text(yaml.safe_dump(TREE))
     run = load_config(config)
     # Precondition: an even number of batches, so 1 and 2 ranks cut the epoch into the same batches.
-    lengths = make_task(run, tmp_path / "probe", None).train_lengths
+    lengths = family_of(run.model.kind).task(run, tmp_path / "probe", None).train_lengths
     assert len(TokenBatcher(*lengths, max_tokens=64, shuffle=True, seed=3).epoch(0)) % 2 == 0
 
     (tmp_path / "worker.py").write_text(WORKER)

@@ -4,8 +4,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from attnkit.config import validate
 from attnkit.errors import CheckpointError, TrainingError
+from attnkit.families import validate_run as validate
 from attnkit.train.loop import train
 
 
@@ -47,7 +47,7 @@ def test_refuses_to_overwrite_a_trained_run(tmp_path):
 
 
 def test_nan_loss_steps_are_skipped_then_stop(tmp_path, monkeypatch):
-    import attnkit.train.translation as translation
+    import attnkit.families.translation.task as translation
 
     real = translation.batch_loss
 

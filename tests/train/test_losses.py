@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnkit.train.losses import label_smoothed_nll
+from attnkit.models.losses import label_smoothed_nll
 
 # V = 4, eps = 0.1, so eps/V = 0.025 and the gold class gets 0.9 + 0.025 = 0.925.
 PROBS = torch.tensor(

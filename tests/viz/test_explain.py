@@ -1,7 +1,7 @@
 """The explain page: words shaded by attention summed over hops and per hop, escaped, offline."""
 
-from attnkit.evaluate.classify import ClassifyResult
-from attnkit.viz.explain import hop_sums, render_html, write_png
+from attnkit.families.sentence.explain import hop_sums, render_html, write_png
+from attnkit.families.sentence.infer import ClassifyResult
 
 RESULT = ClassifyResult("pos", {"neg": 0.25, "pos": 0.75}, ["a", "<b>", "c"], [[0.5, 0.5, 0.0], [0.0, 0.9, 0.1]])
 

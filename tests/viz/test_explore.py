@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnkit.decode.translate import Translation
-from attnkit.runs import load_run
-from attnkit.viz.explore import AttentionView, Explored, explore, merge_matrix, merge_words, record, search_settings, word_groups
+from attnkit.families import load_run
+from attnkit.families.translation.explore import Explored, explore, explore_decode, merge_matrix, merge_words, record, word_groups
+from attnkit.families.translation.translate import Translation
+from attnkit.viz.plot import AttentionView
 
 
 def test_maps_match_the_search_and_have_the_sentence_shapes(tiny_transformer_run):
     loaded = load_run(tiny_transformer_run)
     lines = ["t1 t2 t3 t4 t5", "t6"]  # different lengths: the batch is padded
-    for e in explore(loaded, lines, search_settings(loaded.run.decode, beam=2)):
+    for e in explore(loaded, lines, explore_decode(loaded.run.decode, beam=2)):
         best = e.nbest[0]
         S, T = len(best.src_pieces), len(best.tgt_pieces)
         views = {v.kind: v for v in e.views}
@@ -43,7 +44,7 @@ def test_merge_words_in_an_explanation():
     src, tgt = ["\u2581a", "b", "\u2581c", "</s>"], ["\u2581x", "y", "</s>"]
     cross = torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])  # (T, S)
     best = Translation("xy", -1.0, -1.0, True, src, tgt, cross)
-    e = merge_words(Explored(0, "ab c", [best], [AttentionView("cross", tgt, src, [cross[None]])]))
+    e = merge_words(Explored(0, "ab c", [best], [AttentionView("cross", tgt, src, [cross[None]], "cross", ("source", "output"))]))
     assert (e.nbest[0].src_pieces, e.nbest[0].tgt_pieces) == (["ab", "c", "</s>"], ["xy", "</s>"])
     torch.testing.assert_close(e.nbest[0].attention, torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]))
     assert record(e)["maps"]["cross"] == {"rows": ["xy", "</s>"], "cols": ["ab", "c", "</s>"], "layers": [[[[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]]]}
@@ -52,5 +53,5 @@ def test_merge_words_in_an_explanation():
 def test_nbest_larger_than_beam_is_an_error(tiny_transformer_run):
     from attnkit.errors import AttnkitError
 
-    with pytest.raises(AttnkitError, match="nbest 3 must be <= beam 2"):
-        search_settings(load_run(tiny_transformer_run).run.decode, beam=2, nbest=3)
+    with pytest.raises(AttnkitError, match=r"nbest \(3\) must be <= beam \(2\)"):
+        explore_decode(load_run(tiny_transformer_run).run.decode, beam=2, nbest=3)

@@ -105,9 +105,7 @@ class MultiHeadAttention(nn.Module):
             if lin.bias is not None:
                 nn.init.zeros_(lin.bias)
 
-    def forward(
-        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *, need_weights: bool = True
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *, need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to ``keys``/``values``; equals ``attend(query, project_kv(keys, values))``.
 
         Self-attention (``query is keys is values``) uses one fused projection.
@@ -147,9 +145,7 @@ class MultiHeadAttention(nn.Module):
         v = split_heads(self.v_proj(values), self.n_heads)  # (B, H, S, E)
         return KVCache(k, v)
 
-    def attend(
-        self, query: Tensor, kv: KVCache, mask: Tensor | None = None, *, need_weights: bool = True
-    ) -> tuple[Tensor, Tensor | None]:
+    def attend(self, query: Tensor, kv: KVCache, mask: Tensor | None = None, *, need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to already projected keys and values.
 
         Args:
@@ -171,9 +167,7 @@ class MultiHeadAttention(nn.Module):
         q, k, v = split_heads(qkv, 3 * self.n_heads).chunk(3, dim=1)  # (B, H, T, E) each
         return q, k, v
 
-    def _attend_heads(
-        self, q: Tensor, kv: KVCache, mask: Tensor | None, need_weights: bool
-    ) -> tuple[Tensor, Tensor | None]:
+    def _attend_heads(self, q: Tensor, kv: KVCache, mask: Tensor | None, need_weights: bool) -> tuple[Tensor, Tensor | None]:
         """Eq. 1 per head, then Concat and W^O."""
         p = self.dropout if self.training else 0.0
         mask = _head_mask(mask)  # (B, 1, T|1, S) or as given

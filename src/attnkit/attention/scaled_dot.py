@@ -60,13 +60,9 @@ def scaled_dot_product_attention(
             # PyTorch's CPU flash-attention backward is ~4x slower in bf16 than in fp32 (measured
             # with torch 2.13 on Zen 4, benchmarks/train_tps.py), so bf16 runs attend in fp32 there.
             with torch.autocast("cpu", enabled=False):
-                context = F.scaled_dot_product_attention(
-                    q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p, scale=scale
-                )  # (B, H, T, Ev)
+                context = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
             return context.to(q.dtype), None
-        context = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
-        )  # (B, H, T, Ev)
+        context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
         return context, None
     scores = torch.matmul(q * scale, k.transpose(-2, -1))  # (B, H, T, S)
     weights = masked_softmax(scores, mask)  # (B, H, T, S)
@@ -86,9 +82,7 @@ class ScaledDotProductAttention(nn.Module):
         super().__init__()
         self.dropout = dropout
 
-    def forward(
-        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *, need_weights: bool = True
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *, need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to ``keys``/``values``.
 
         Args:

@@ -1,6 +1,9 @@
-"""Run configuration: pydantic schema and YAML loading with `--set` overrides."""
+"""Run configuration: the shared sections (`Train`, `Decode`) and YAML loading with `--set` overrides.
 
-from attnkit.config.load import dump_config, load_config, save_config, validate
-from attnkit.config.schema import Data, Decode, Run, Train, Transformer
+`attnkit.families.load_config` turns a file into the run of the right family.
+"""
 
-__all__ = ["Data", "Decode", "Run", "Train", "Transformer", "dump_config", "load_config", "save_config", "validate"]
+from attnkit.config.load import dump_config, read_config, read_yaml, save_config, validate
+from attnkit.config.schema import Decode, RunBase, Train
+
+__all__ = ["Decode", "RunBase", "Train", "dump_config", "read_config", "read_yaml", "save_config", "validate"]

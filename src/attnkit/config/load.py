@@ -1,4 +1,7 @@
-"""Read a run config: YAML file + `--set a.b=c` overrides -> validated `Run`; dump it back.
+"""Read a run config: YAML file + `--set a.b=c` overrides -> a validated run; dump it back.
+
+The schema is the caller's (a family's `RunBase` subclass, chosen by `attnkit.families` from
+`model.kind`), so this module knows no family.
 
 Every problem is one `ConfigError` line naming the file (or the override), the key path and what
 was expected, e.g. `configs/x.yaml: model.layers: Input should be greater than 0 (got -1)`.
@@ -6,15 +9,17 @@ was expected, e.g. `configs/x.yaml: model.layers: Input should be greater than 0
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from attnkit.config.schema import Run
 from attnkit.errors import ConfigError
 from attnkit.io import atomic_write_text
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -56,11 +61,12 @@ def apply_override(tree: dict[str, Any], assignment: str) -> None:
     node[parts[-1]] = value
 
 
-def _format_errors(error: ValidationError) -> str:
+def _format_errors(error: ValidationError, tags: frozenset[str] = frozenset()) -> str:
+    """One line for all errors; `tags` are discriminator values pydantic puts in the key path."""
     parts = []
     for err in error.errors():
-        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-after", "tagged-union")))
-        loc = ".".join(p for p in loc.split(".") if p not in ("transformer", "translate", "classify")) or "(top level)"
+        loc = [str(p) for p in err["loc"] if not str(p).startswith(("function-after", "tagged-union"))]
+        loc = ".".join(p for p in loc if p not in tags)
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -68,36 +74,39 @@ def _format_errors(error: ValidationError) -> str:
             msg = "required key is missing"
         elif "input" in err and not isinstance(err["input"], (dict, list)):
             msg = f"{msg} (got {err['input']!r})"
-        parts.append(f"{loc}: {msg}")
+        parts.append(f"{loc}: {msg}" if loc else msg)  # a rule over several keys names them itself
     return "; ".join(parts)
 
 
-def validate(tree: dict[str, Any], source: str) -> Run:
-    """Validate a nested dict as a `Run`; `source` names where it came from in the error."""
+def validation_error(error: ValidationError, source: str, tags: frozenset[str] = frozenset()) -> ConfigError:
+    """The one-line `ConfigError` for a pydantic error; `source` names where the values came from."""
+    return ConfigError(f"{source}: {_format_errors(error, tags)}")
+
+
+def validate(tree: dict[str, Any], source: str, schema: type[ModelT]) -> ModelT:
+    """Validate a nested dict as `schema`; `source` names where it came from in the error."""
     model = tree.get("model")
-    if isinstance(model, dict) and "kind" not in model:
-        tree = {**tree, "model": {"kind": "transformer", **model}}  # the default model kind
+    tags = frozenset([model["kind"]]) if isinstance(model, dict) and isinstance(model.get("kind"), str) else frozenset()
     try:
-        return Run.model_validate(tree)
+        return schema.model_validate(tree)
     except ValidationError as e:
-        raise ConfigError(f"{source}: {_format_errors(e)}") from None
+        raise validation_error(e, source, tags) from None
 
 
-def load_config(path: str | Path, overrides: Iterable[str] = ()) -> Run:
-    """Load, override and validate a run config."""
+def read_config(path: str | Path, overrides: Iterable[str] = ()) -> tuple[dict[str, Any], str]:
+    """The YAML tree of a config file with `--set` overrides applied, and how errors name it."""
     tree = read_yaml(path)
     overrides = list(overrides)
     for assignment in overrides:
         apply_override(tree, assignment)
-    source = str(path) + (f" (with --set {' '.join(overrides)})" if overrides else "")
-    return validate(tree, source)
+    return tree, str(path) + (f" (with --set {' '.join(overrides)})" if overrides else "")
 
 
-def dump_config(run: Run) -> str:
+def dump_config(run: BaseModel) -> str:
     """The fully resolved config as YAML (every default written out)."""
     return yaml.safe_dump(run.model_dump(mode="json", by_alias=True), sort_keys=False)
 
 
-def save_config(run: Run, path: str | Path) -> None:
+def save_config(run: BaseModel, path: str | Path) -> None:
     """Write the resolved config atomically."""
     atomic_write_text(path, dump_config(run))

@@ -97,7 +97,11 @@ def encode_pairs(
     log = logger.warning if any(dropped.values()) else logger.info
     log(
         "encoded %d of %d pairs; dropped %d with an empty side, %d over %d pieces",
-        len(examples), len(pairs), dropped["empty"], dropped["too_long"], max_len,
+        len(examples),
+        len(pairs),
+        dropped["empty"],
+        dropped["too_long"],
+        max_len,
     )
     return examples, dropped
 
@@ -184,7 +188,11 @@ class TokenBatcher:
         mine = batches[self.rank :: self.world_size]
         logger.info(
             "epoch %d: %d batches on rank %d of %d, %.1f%% padding",
-            e, len(mine), self.rank, self.world_size, 100 * self.padding_ratio(mine),
+            e,
+            len(mine),
+            self.rank,
+            self.world_size,
+            100 * self.padding_ratio(mine),
         )
         return mine
 
@@ -262,14 +270,14 @@ def collate(
     """
     srcs = [examples[i][0] + [eos] for i in indices]
     tgts = [examples[i][1] for i in indices]
-    src, src_keep = _pad(srcs, pad_id)  # (B, S)
-    tgt_in, tgt_keep = _pad([[bos] + t for t in tgts], pad_id)  # (B, T)
-    tgt_out, _ = _pad([t + [eos] for t in tgts], pad_id)  # (B, T)
+    src, src_keep = pad(srcs, pad_id)  # (B, S)
+    tgt_in, tgt_keep = pad([[bos] + t for t in tgts], pad_id)  # (B, T)
+    tgt_out, _ = pad([t + [eos] for t in tgts], pad_id)  # (B, T)
     return Batch(src, src_keep, tgt_in, tgt_out, tgt_keep, int(src_keep.sum()), int(tgt_keep.sum()))
 
 
-def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad id lists to one length; return ids (B, L) and keep mask (B, L)."""
+def pad(rows: Sequence[Sequence[int]], pad_id: int = PAD) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad id lists to one length; return ids (B, L) and keep mask (B, L) (the one padder)."""
     lengths = torch.tensor([len(row) for row in rows])  # (B,)
     ids = torch.full((len(rows), int(lengths.max())), pad_id, dtype=torch.long)  # (B, L)
     for b, row in enumerate(rows):

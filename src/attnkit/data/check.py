@@ -84,11 +84,7 @@ class CheckReport:
         Returns:
             E.g. ``"mismatch 1 (first line 1001); not_utf8 2 (first line 7)"``.
         """
-        return "; ".join(
-            f"{f.name} {f.count} (first line {f.first_line})"
-            for f in self.findings
-            if f.count and f.action == action
-        )
+        return "; ".join(f"{f.name} {f.count} (first line {f.first_line})" for f in self.findings if f.count and f.action == action)
 
     def table(self) -> str:
         """Aligned summary: the two files, then check, count, first line, action, detail."""
@@ -148,10 +144,7 @@ def check_parallel(
         "not_utf8": f"src {scan.bad[0]}, tgt {scan.bad[1]}",
         "blank": f"src {scan.blank[0]}, tgt {scan.blank[1]}",
     }
-    findings = tuple(
-        Finding(name, frozenset(scan.flagged[name]), actions[name], details.get(name, ""))
-        for name in DEFAULT_POLICY
-    )
+    findings = tuple(Finding(name, frozenset(scan.flagged[name]), actions[name], details.get(name, "")) for name in DEFAULT_POLICY)
     return CheckReport(Path(src_path), Path(tgt_path), scan.counts[0], scan.counts[1], findings)
 
 

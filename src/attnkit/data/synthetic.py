@@ -10,9 +10,7 @@ import random
 TASKS = ("copy", "reverse", "sort")
 
 
-def generate(
-    task: str, n: int, *, vocab_size: int, min_len: int, max_len: int, seed: int
-) -> list[tuple[str, str]]:
+def generate(task: str, n: int, *, vocab_size: int, min_len: int, max_len: int, seed: int) -> list[tuple[str, str]]:
     """Generate ``n`` random source/target pairs for a task.
 
     Args:
@@ -32,10 +30,7 @@ def generate(
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, not {task!r}")
     if not 1 <= min_len <= max_len or vocab_size < 1:
-        raise ValueError(
-            "need 1 <= min_len <= max_len and vocab_size >= 1, "
-            f"got min_len={min_len}, max_len={max_len}, vocab_size={vocab_size}"
-        )
+        raise ValueError(f"need 1 <= min_len <= max_len and vocab_size >= 1, got min_len={min_len}, max_len={max_len}, vocab_size={vocab_size}")
     rng = random.Random(seed)
     pairs = []
     for _ in range(n):

@@ -74,10 +74,7 @@ def iter_text_lines(path: str | Path, *, errors: str = "strict", strip: bool = T
         try:
             yield number, decode_line(raw, number, errors, strip)
         except UnicodeDecodeError as err:
-            raise DataError(
-                f"{path}, line {number}: invalid UTF-8 "
-                f"(byte 0x{err.object[err.start]:02x} at column {err.start + 1})"
-            ) from None
+            raise DataError(f"{path}, line {number}: invalid UTF-8 (byte 0x{err.object[err.start]:02x} at column {err.start + 1})") from None
 
 
 def read_lines(path: str | Path, *, errors: str = "strict") -> list[str]:
@@ -117,7 +114,6 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[tuple[str,
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
         raise DataError(
-            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}; "
-            f"run `attnkit data check {src_path} {tgt_path}` to see where they diverge"
+            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}; run `attnkit data check {src_path} {tgt_path}` to see where they diverge"
         )
     return list(zip(src, tgt))

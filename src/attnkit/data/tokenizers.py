@@ -11,9 +11,7 @@ import hashlib
 import io
 import json
 import logging
-import os
 import random
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +21,7 @@ import sentencepiece as spm
 from attnkit.data.text import iter_byte_lines, read_lines
 from attnkit.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocabulary
 from attnkit.errors import CheckpointError, DataError
+from attnkit.io import atomic_write_bytes
 
 logger = logging.getLogger("attnkit")
 
@@ -101,9 +100,7 @@ class SentencePieceTokenizer:
         self._processor = _load_processor(self.model_path)
         self.kind = _model_type(self._processor.serialized_model_proto())
         if self.kind not in ("bpe", "unigram"):
-            raise DataError(
-                f"{self.model_path}: a {self.kind} SentencePiece model; expected bpe or unigram"
-            )
+            raise DataError(f"{self.model_path}: a {self.kind} SentencePiece model; expected bpe or unigram")
 
     def tokenize(self, text: str) -> list[str]:
         """Encode text as SentencePiece pieces."""
@@ -173,9 +170,7 @@ def train_sentencepiece(
     lines = [line for path in files for line in read_lines(path) if line]
     if len(lines) > input_sentence_size:
         lines = random.Random(seed).sample(lines, input_sentence_size)
-    logger.info(
-        "training %s SentencePiece (%d pieces) on %d lines", model_type, vocab_size, len(lines)
-    )
+    logger.info("training %s SentencePiece (%d pieces) on %d lines", model_type, vocab_size, len(lines))
     try:
         model = _train(
             lines,
@@ -187,7 +182,7 @@ def train_sentencepiece(
     except RuntimeError as err:
         names = ", ".join(str(path) for path in files)
         raise DataError(f"SentencePiece training on {names} failed: {err}") from err
-    _write_atomic(model_path, model)
+    atomic_write_bytes(model_path, model)
     logger.info("saved SentencePiece model %s", model_path)
     return model_path
 
@@ -207,10 +202,7 @@ def vocab_from_sentencepiece(model_path: str | Path) -> Vocabulary:
     processor = _load_processor(Path(model_path))
     pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
     if tuple(pieces[: len(SPECIALS)]) != SPECIALS:
-        raise DataError(
-            f"{model_path}: ids 0-3 are {pieces[: len(SPECIALS)]}, expected {list(SPECIALS)} "
-            "(train it with attnkit's train_sentencepiece)"
-        )
+        raise DataError(f"{model_path}: ids 0-3 are {pieces[: len(SPECIALS)]}, expected {list(SPECIALS)} (train it with attnkit's train_sentencepiece)")
     return Vocabulary(pieces[len(SPECIALS) :])
 
 
@@ -225,7 +217,7 @@ def save_tokenizer(tokenizer: Tokenizer, run_dir: str | Path) -> dict[str, str]:
         ``tokenizer.to_dict()``, for the run's JSON; `load_tokenizer` reverses it.
     """
     if isinstance(tokenizer, SentencePieceTokenizer):
-        _write_atomic(Path(run_dir) / tokenizer.model_path.name, tokenizer.model_path.read_bytes())
+        atomic_write_bytes(Path(run_dir) / tokenizer.model_path.name, tokenizer.model_path.read_bytes())
     return tokenizer.to_dict()
 
 
@@ -248,9 +240,7 @@ def load_tokenizer(d: dict[str, str], run_dir: str | Path) -> Tokenizer:
     if kind == "char":
         return CharTokenizer()
     if kind not in ("bpe", "unigram"):
-        raise CheckpointError(
-            f"{run_dir}: unknown tokenizer kind {kind!r} (word, char, bpe or unigram)"
-        )
+        raise CheckpointError(f"{run_dir}: unknown tokenizer kind {kind!r} (word, char, bpe or unigram)")
     path = Path(run_dir) / d.get("model", "")
     if not path.is_file():
         raise CheckpointError(f"{path}: no such file (the {kind} tokenizer model of run {run_dir})")
@@ -260,29 +250,7 @@ def load_tokenizer(d: dict[str, str], run_dir: str | Path) -> Tokenizer:
     return tokenizer
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write bytes to a temporary file beside ``path``, fsync, then rename it into place.
-
-    Args:
-        path: Destination; its folder is created if missing.
-        data: The file's contents.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _train(
-    lines: list[str], *, model_type: str, vocab_size: int, character_coverage: float, seed: int
-) -> bytes:
+def _train(lines: list[str], *, model_type: str, vocab_size: int, character_coverage: float, seed: int) -> bytes:
     """Run the SentencePiece trainer in memory; return the serialized model.
 
     Settings: attnkit's special ids and surface forms, no normalization and no whitespace

@@ -39,9 +39,7 @@ class Vocabulary:
             del self._stoi[special]
 
     @classmethod
-    def build(
-        cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None
-    ) -> Vocabulary:
+    def build(cls, token_lists: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None) -> Vocabulary:
         """Count tokens and keep the frequent ones.
 
         Args:
@@ -71,9 +69,7 @@ class Vocabulary:
     def __repr__(self) -> str:
         return f"Vocabulary({len(self)} tokens)"
 
-    def encode(
-        self, pieces: Iterable[str], add_bos: bool = False, add_eos: bool = False
-    ) -> list[int]:
+    def encode(self, pieces: Iterable[str], add_bos: bool = False, add_eos: bool = False) -> list[int]:
         """Map pieces to ids; unknown pieces and text spelling ``<pad>``/``<s>``/``</s>`` -> UNK.
 
         Args:

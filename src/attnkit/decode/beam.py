@@ -98,9 +98,7 @@ def beam_search(
         done = (counts.to(search.max_len.device) >= beam) | (search.max_len[::beam] <= t)  # (N,)
         for n in done.nonzero().squeeze(1).tolist():
             sentence = int(search.sentence[n * beam])
-            results[sentence] = _nbest(
-                finished[sentence], search, n, beam=beam, nbest=nbest, alpha=alpha, src_keep=src_keep[sentence]
-            )
+            results[sentence] = _nbest(finished[sentence], search, n, beam=beam, nbest=nbest, alpha=alpha, src_keep=src_keep[sentence])
         live = (~done).nonzero().squeeze(1)  # (N',)
         if live.numel() == 0:
             break
@@ -193,9 +191,7 @@ def _finish_eos(
         finished[sentence].append(hyp)
 
 
-def _nbest(
-    finished: list[Hypothesis], search: BeamState, n: int, *, beam: int, nbest: int, alpha: float, src_keep: Tensor
-) -> list[Hypothesis]:
+def _nbest(finished: list[Hypothesis], search: BeamState, n: int, *, beam: int, nbest: int, alpha: float, src_keep: Tensor) -> list[Hypothesis]:
     """The n-best list of the n-th active sentence: finished by score, then alive beams if short.
 
     Alive beams all have the same length, so their rank by log-probability (the order `search`

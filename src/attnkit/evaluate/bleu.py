@@ -40,10 +40,7 @@ def score_translations(
         DataError: if the two lists differ in length or are empty.
     """
     if len(hyps) != len(refs):
-        raise DataError(
-            f"cannot score: {len(hyps)} sentences in {hyps_name} but {len(refs)} in {refs_name}; "
-            "BLEU needs exactly one reference per hypothesis"
-        )
+        raise DataError(f"cannot score: {len(hyps)} sentences in {hyps_name} but {len(refs)} in {refs_name}; BLEU needs exactly one reference per hypothesis")
     if not hyps:
         raise DataError(f"cannot score: {hyps_name} and {refs_name} are empty")
     bleu, bleu_lc, chrf = BLEU(tokenize="13a"), BLEU(lowercase=True, tokenize="13a"), CHRF()

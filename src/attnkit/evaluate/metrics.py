@@ -14,7 +14,7 @@ def perplexity(nll_sum: float | Tensor, n_tokens: int | Tensor) -> float:
 
     Args:
         nll_sum: summed negative log-likelihood (natural log) of the tokens, e.g. the `nll_sum`
-            of `attnkit.train.losses.label_smoothed_nll`, not its label-smoothed loss.
+            of `attnkit.models.losses.label_smoothed_nll`, not its label-smoothed loss.
         n_tokens: number of tokens scored (padding excluded).
 
     Returns:

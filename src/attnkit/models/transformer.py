@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -242,9 +241,7 @@ class Transformer(nn.Module):
     def _cross_kv(self, memory: Tensor) -> list[KVCache]:
         return [layer.cross_attn.project_kv(memory, memory) for layer in self.decoder_layers]
 
-    def decode(
-        self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False
-    ) -> tuple[Tensor, list[LayerAttention]]:
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False) -> tuple[Tensor, list[LayerAttention]]:
         """Teacher-forced decoder pass: tgt_in (B, T) -> (features (B, T, D), per-layer weights)."""
         T = tgt_in.size(1)
         self_keep = causal_mask(T, device=tgt_in.device)  # (T, T)

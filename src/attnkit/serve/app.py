@@ -1,7 +1,8 @@
 """`attnkit serve`: a local web UI and JSON API over one or more loaded runs (FastAPI + uvicorn).
 
-Routes: `/` (translate page), `/classify` (classify page), `/static/*` (their plain-JS assets),
-`POST /v1/translate`, `POST /v1/classify`, `GET /v1/models`, `GET /healthz`, `/openapi.json`.
+Routes: each family's pages and `POST` endpoints (`attnkit.families.protocol.Api`: for
+translation `/` and `POST /v1/translate`, for classification `/classify` and `POST /v1/classify`),
+`/static/*` (plain-JS assets), `GET /v1/models`, `GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` thread. Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them), 422 for an empty or malformed
 body, 404 for an unknown model, 500 for a model error (the server keeps serving).
@@ -12,26 +13,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Hashable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Hashable, Sequence
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
-from attnkit.runs import LoadedRun, load_run
+from attnkit.families import FAMILIES, load_run
+from attnkit.families.protocol import Endpoint
 from attnkit.serve import schemas
 from attnkit.serve.batcher import DynamicBatcher
-from attnkit.viz.explore import classification_record, explore, record, search_settings
 from attnkit.viz.report import template
 
 log = logging.getLogger("attnkit")
 STATIC = resources.files("attnkit.serve") / "static"
-ASSETS = {"attention.js": "text/javascript", "attention.css": "text/css", "page.js": "text/javascript", "translate.js": "text/javascript", "classify.js": "text/javascript"}
+SHARED_ASSETS = {"attention.js": template("attention.js"), "attention.css": template("attention.css"),
+                 "page.js": (STATIC / "page.js").read_text(encoding="utf-8")}  # fmt: skip
+MEDIA = {".js": "text/javascript", ".css": "text/css"}
 ERRORS = {code: {"model": schemas.Error} for code in (404, 413, 422, 500)}
 
 
@@ -58,41 +62,36 @@ class ServedModel:
 
     def __init__(self, name: str, loaded: LoadedRun, batching: Batching) -> None:
         self.name, self.loaded, self.batching = name, loaded, batching
-        self.task = loaded.run.task
+        self.family = loaded.family
         self.batcher = DynamicBatcher(self._run, batching.window_ms / 1000, batching.max_batch, name)
 
     def _run(self, key: Hashable, texts: list[str]) -> list[dict]:
-        if self.task == "translation":
-            settings, attention, words = key
-            return [record(e) for e in explore(self.loaded, texts, settings, maps=attention, words=words)]
-        from attnkit.evaluate.classify import classify_texts  # the sentence-model side, loaded when used
-
-        results = classify_texts(self.loaded, texts, batch_size=self.batching.max_batch)
-        return [classification_record(i, text, r, attention=key) for i, (text, r) in enumerate(zip(texts, results))]
+        endpoint, inner = key
+        return endpoint.run(self.loaded, inner, texts, self.batching.max_batch)
 
     def info(self) -> schemas.ModelInfo:
-        run, stats = self.loaded.run, self.batcher.stats
-        translation = self.task == "translation"
+        stats = self.batcher.stats
         return schemas.ModelInfo(
-            name=self.name, task=self.task, kind=run.model.kind, run=str(self.loaded.checkpoint.parent.parent),
-            checkpoint=self.loaded.checkpoint.name, beam=run.decode.beam if translation else None,
-            alpha=run.decode.alpha if translation else None,
+            name=self.name, task=self.family.name, kind=self.loaded.run.model.kind, run=str(self.loaded.folder),
+            checkpoint=self.loaded.checkpoint.name, **self.family.info(self.loaded),
             batching=schemas.BatchingInfo(window_ms=self.batching.window_ms, max_batch=self.batching.max_batch,
                                           calls=stats.calls, texts=stats.texts, largest=stats.largest),
         )  # fmt: skip
 
 
-def _pick(models: dict[str, ServedModel], name: str | None, task: str) -> ServedModel:
+def _pick(models: dict[str, ServedModel], name: str | None, endpoint: Endpoint, family) -> ServedModel:
+    """The named model (or the first of `family`), refused unless `endpoint` is its family's."""
+    task = family.name
     if name is None:
         for model in models.values():
-            if model.task == task:
+            if model.family is family:
                 return model
         raise HTTPException(404, f"no {task} model loaded (loaded: {', '.join(models)})")
     if name not in models:
         raise HTTPException(404, f"unknown model {name!r}; loaded: {', '.join(models)}")
-    if models[name].task != task:
-        other = "/v1/translate" if models[name].task == "translation" else "/v1/classify"
-        raise HTTPException(422, f"model {name!r} is a {models[name].task} model; use {other}")
+    if models[name].family is not family:
+        other = ", ".join(e.path for e in models[name].family.api.endpoints)
+        raise HTTPException(422, f"model {name!r} is a {models[name].family.name} model; use {other}")
     return models[name]
 
 
@@ -130,7 +129,7 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching: Batching = Batching()) -> FastAPI:
-    """The app serving `models` by name (one batcher thread each)."""
+    """The app serving `models` by name (one batcher thread each), with every family's pages and routes."""
     served = {name: ServedModel(name, loaded, batching) for name, loaded in models.items()}
 
     @asynccontextmanager
@@ -141,8 +140,20 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
 
     app = FastAPI(title="attnkit", summary="Translate, classify and look at attention", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.models = served
-    pages = {"/": (STATIC / "index.html").read_text(encoding="utf-8"), "/classify": (STATIC / "classify.html").read_text(encoding="utf-8")}
-    assets = {name: (STATIC / name).read_text(encoding="utf-8") if (STATIC / name).is_file() else template(name) for name in ASSETS}
+    assets = dict(SHARED_ASSETS)
+    for family in FAMILIES.values():
+        assets.update({name: path.read_text(encoding="utf-8") for name, path in family.api.assets.items()})
+        for path, page in family.api.pages.items():
+            _add_page(app, path, page.read_text(encoding="utf-8"))
+        for endpoint in family.api.endpoints:
+            _add_endpoint(app, served, endpoint, family, limits, batching)
+
+    _add_shared_routes(app, served, assets, limits)
+    return app
+
+
+def _add_shared_routes(app: FastAPI, served: dict[str, ServedModel], assets: dict[str, str], limits: Limits) -> None:
+    """The body cap, the one-line validation errors, /static, /healthz and /v1/models."""
 
     @app.middleware("http")
     async def cap_body(request: Request, call_next):
@@ -155,19 +166,11 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def translate_page() -> str:
-        return pages["/"]
-
-    @app.get("/classify", response_class=HTMLResponse, include_in_schema=False)
-    async def classify_page() -> str:
-        return pages["/classify"]
-
     @app.get("/static/{name}", include_in_schema=False)
     async def static(name: str) -> Response:
         if name not in assets:
             raise HTTPException(404, f"no such file: /static/{name}")
-        return Response(assets[name], media_type=ASSETS[name])
+        return Response(assets[name], media_type=MEDIA[Path(name).suffix])
 
     @app.get("/healthz")
     async def healthz() -> dict:
@@ -177,25 +180,28 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
     async def list_models() -> list[schemas.ModelInfo]:
         return [model.info() for model in served.values()]
 
-    @app.post("/v1/translate", response_model=schemas.TranslateResponse, responses=ERRORS)
-    async def translate(body: schemas.TranslateRequest) -> dict:
-        model = _pick(served, body.model, "translation")
+
+def _add_page(app: FastAPI, path: str, html: str) -> None:
+    async def page() -> HTMLResponse:
+        return HTMLResponse(html)
+
+    app.get(path, response_class=HTMLResponse, include_in_schema=False)(page)
+
+
+def _add_endpoint(app: FastAPI, served: dict[str, ServedModel], endpoint: Endpoint, family, limits: Limits, batching: Batching) -> None:
+    """`POST endpoint.path`: pick the model, check the texts, batch them with like requests."""
+
+    async def handle(body) -> dict:
+        model = _pick(served, body.model, endpoint, family)
         _check_texts(body.texts, limits)
         try:
-            settings = search_settings(model.loaded.run.decode, body.beam, body.alpha, body.nbest)
+            key = endpoint.key(model.loaded, body, batching.max_batch)
         except AttnkitError as e:
             raise HTTPException(422, str(e)) from None
-        # One search batch per dynamic batch, on this model's worker thread with every intra-op thread.
-        key = (replace(settings, batch_size=batching.max_batch, workers=1), body.attention, body.words)
-        return {"model": model.name, "results": await _call(model, key, body.texts)}
+        return {"model": model.name, "results": await _call(model, (endpoint, key), body.texts)}
 
-    @app.post("/v1/classify", response_model=schemas.ClassifyResponse, responses=ERRORS)
-    async def classify(body: schemas.ClassifyRequest) -> dict:
-        model = _pick(served, body.model, "classification")
-        _check_texts(body.texts, limits)
-        return {"model": model.name, "results": await _call(model, body.attention, body.texts)}
-
-    return app
+    handle.__annotations__ = {"body": endpoint.request, "return": dict}  # FastAPI reads the body type from here
+    app.post(endpoint.path, response_model=endpoint.response, responses=ERRORS, name=endpoint.path.rsplit("/", 1)[-1])(handle)
 
 
 def load_models(runs: Sequence[str], checkpoint: str = "best", dtype=None) -> dict[str, LoadedRun]:

@@ -14,9 +14,10 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 log = logging.getLogger("attnkit")
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist

@@ -6,8 +6,8 @@ schedule, optimizer step; every `eval_every` updates: the task's validation metr
 (best and last K kept) and early stopping. `--resume` restores weights, optimizer, RNG states and
 the position in the epoch, so a resumed run equals an uninterrupted one.
 
-Model families differ only in their `Task` (`train/task.py`): translation (`train/translation.py`)
-and sentence classification (`train/classification.py`). Under torchrun the same function trains one
+Model families differ only in their `Task` (`attnkit.families.protocol`), which the run's family
+(`attnkit.families.family_of(run.model.kind)`) prepares. Under torchrun the same function trains one
 data-parallel rank (`train/distributed.py`): its shard of the batches, gradients all-reduced, files
 written and validation run by rank 0 only.
 """
@@ -20,58 +20,42 @@ import math
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import nn
 
 from attnkit.allocator import limit_primitive_cache
-from attnkit.config.schema import Run
+from attnkit.artifacts.checkpoint import (
+    checkpoint_dirs,
+    find_checkpoint,
+    load_trainer,
+    load_weights,
+    prune,
+    remove_leftovers,
+    save_checkpoint,
+)  # fmt: skip
+from attnkit.artifacts.runs import read_run, write_run
+from attnkit.config.schema import RunBase as Run
 from attnkit.data.batching import TokenBatcher
 from attnkit.errors import CheckpointError, TrainingError
+from attnkit.families import family_of
+from attnkit.families.protocol import Family, Task
 from attnkit.io import atomic_write_text
-from attnkit.runs import read_run, same_vocabs, write_run
+from attnkit.precision import autocast, grad_scaler, pick_device
 from attnkit.train import distributed
-from attnkit.train.checkpoint import (
-    checkpoint_dirs, find_checkpoint, load_trainer, load_weights, prune, remove_leftovers, save_checkpoint,
-)  # fmt: skip
-from attnkit.train.classification import ClassificationTask
 from attnkit.train.metrics_log import MetricsLog
-from attnkit.train.precision import autocast, grad_scaler, pick_device
 from attnkit.train.schedules import make_schedule
 from attnkit.train.state import TrainState
-from attnkit.train.task import Task
-from attnkit.train.translation import TranslationTask
 
 log = logging.getLogger("attnkit")
-
-
-def make_task(run: Run, run_dir: Path, data_dir: str | None) -> Task:
-    """The run's task: the one place that tells translation from classification."""
-    if run.task == "classification":
-        return ClassificationTask(run, run_dir, data_dir)
-    return TranslationTask(run, run_dir, data_dir)
-
-
-def model_width(run: Run) -> int:
-    """d_model of the Noam schedule: the Transformer's d_model, an RNN's hidden size, 2u of a bi-LSTM."""
-    match run.model.kind:
-        case "transformer":
-            return run.model.d_model
-        case "rnn":
-            return run.model.hidden
-        case "sase":
-            return 2 * run.model.u
-    raise AssertionError(f"unhandled model kind {run.model.kind}")
 
 
 class Trainer:
     """The pieces one update needs; `update` is the whole step."""
 
-    def __init__(
-        self, run: Run, model: nn.Module, device: torch.device, task: Task, world: distributed.World = distributed.World()
-    ) -> None:
+    def __init__(self, run: Run, model: nn.Module, device: torch.device, task: Task, world: distributed.World = distributed.World()) -> None:
         t = run.train
         self.run, self.model, self.device, self.task, self.world = run, model, device, task, world
         self.replica = distributed.Replica(model, world)  # computes the loss (through DDP on several ranks)
@@ -79,7 +63,7 @@ class Trainer:
         s = t.schedule
         match s.kind:
             case "noam":
-                self.schedule = make_schedule("noam", d_model=model_width(run), warmup=s.warmup, scale=s.lr)
+                self.schedule = make_schedule("noam", d_model=run.model.width, warmup=s.warmup, scale=s.lr)
             case "inverse_sqrt":
                 self.schedule = make_schedule("inverse_sqrt", peak_lr=s.lr, warmup=s.warmup)
             case "constant":
@@ -106,7 +90,9 @@ class Trainer:
             state.bad_steps_in_row += 1
             state.skipped_steps += 1
             if state.bad_steps_in_row >= t.max_bad_steps:
-                raise TrainingError(f"loss was NaN/inf for {state.bad_steps_in_row} steps in a row (step {state.step + 1}); lower the learning rate or check the data")
+                raise TrainingError(
+                    f"loss was NaN/inf for {state.bad_steps_in_row} steps in a row (step {state.step + 1}); lower the learning rate or check the data"
+                )
             log.warning("step %d: loss is %s, update skipped", state.step + 1, total)
             return None
         state.bad_steps_in_row = 0
@@ -132,7 +118,7 @@ def validate(model: nn.Module, task: Task, device: torch.device) -> dict[str, fl
     return metrics
 
 
-def _start(run: Run, run_dir: Path, task: Task, resume: bool, world: distributed.World) -> None:
+def _start(run: Run, run_dir: Path, family: Family, task: Task, resume: bool, world: distributed.World) -> None:
     """Refuse to overwrite a trained run; on resume, check the data gives the run's vocabularies.
 
     Rank 0 writes the run files, after deleting what a killed run left (temporary files and folders).
@@ -143,10 +129,10 @@ def _start(run: Run, run_dir: Path, task: Task, resume: bool, world: distributed
         if checkpoint_dirs(run_dir):
             raise CheckpointError(f"{run_dir}: already holds checkpoints; pass --resume to continue it, or choose another --out")
         if world.is_main:
-            write_run(run_dir, run, task.vocabs)
+            write_run(run_dir, run, family.vocabs_to_json(task.vocabs, run_dir))
         return
-    _, saved = read_run(run_dir)
-    if not same_vocabs(saved, task.vocabs):
+    _, saved = read_run(run_dir, family)
+    if saved != task.vocabs:
         raise CheckpointError(f"{run_dir}/run.json: the vocabulary built from the data differs from the run's (data or tokenizer settings changed)")
 
 
@@ -216,7 +202,7 @@ class _StopOnSignal:
         self.received: str | None = None  # set between updates, at the same update on every rank
         self.previous: dict[int, object] = {}
 
-    def __enter__(self) -> "_StopOnSignal":
+    def __enter__(self) -> _StopOnSignal:
         if threading.current_thread() is threading.main_thread():  # handlers can only be set there
             self.previous = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
         return self
@@ -266,9 +252,12 @@ def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.devi
     if t.threads:
         torch.set_num_threads(t.threads)
     torch.manual_seed(t.seed)
-    with world.main_first():  # rank 0 fills the tokenizer cache that the others then read
-        task = make_task(run, run_dir, data_dir)
-    _start(run, run_dir, task, resume, world)
+    family = family_of(run.model.kind)
+    if world.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails here, before the data is prepared
+    with world.main_first():  # rank 0 prepares the data (and tokenizers) that the others then read
+        task = family.task(run, run_dir, data_dir)
+    _start(run, run_dir, family, task, resume, world)
     model = task.build_model().to(device)
     trainer = Trainer(run, model, device, task, world)
     state = _resume(run_dir, trainer) if resume else TrainState(world_size=world.size)

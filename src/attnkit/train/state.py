@@ -26,6 +26,6 @@ class TrainState:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TrainState":
+    def from_dict(cls, d: dict[str, Any]) -> TrainState:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})

@@ -8,8 +8,8 @@ Each line: `{"id": i, "src": [source pieces], "tgt": [target pieces], "attention
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from attnkit.errors import DataError
 from attnkit.io import atomic_path

@@ -13,10 +13,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from attnkit.decode.translate import SearchSettings
 from attnkit.io import atomic_write_text
-from attnkit.runs import LoadedRun
-from attnkit.viz.explore import classification_record, explore, record
 
 TEMPLATES = resources.files("attnkit.viz") / "templates"
 
@@ -32,22 +29,13 @@ def embed_json(value) -> str:
 
 
 def render_report(records: list[dict], title: str) -> str:
-    """The report page for `records` (from `viz.explore.record` or the classify API)."""
+    """The report page for `records` (a family's `records`: the same JSON the web UI gets)."""
     page = template("report.html")
     parts = {"{{style}}": template("attention.css"), "{{script}}": template("attention.js"),
              "{{title}}": html.escape(title), "{{data}}": embed_json(records)}  # fmt: skip
     for key, value in parts.items():
         page = page.replace(key, value)
     return page
-
-
-def report_records(loaded: LoadedRun, lines: list[str], settings: SearchSettings, words: bool = False) -> list[dict]:
-    """The records of a report: translations with every attention map, or classifications with hops."""
-    if loaded.run.task == "classification":
-        from attnkit.evaluate.classify import classify_texts
-
-        return [classification_record(i, text, r) for i, (text, r) in enumerate(zip(lines, classify_texts(loaded, lines)))]
-    return [record(e) for e in explore(loaded, lines, settings, words=words)]
 
 
 def write_report(records: list[dict], path: str | Path, title: str = "attnkit report") -> Path:

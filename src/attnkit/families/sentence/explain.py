@@ -12,7 +12,7 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.evaluate.classify import ClassifyResult
+from attnkit.families.sentence.infer import ClassifyResult
 from attnkit.io import atomic_write_text
 
 _STYLE = """
@@ -35,10 +35,7 @@ def hop_sums(attention: Sequence[Sequence[float]]) -> list[float]:
 def _words(tokens: Sequence[str], weights: Sequence[float]) -> str:
     """Words as spans, each shaded red in proportion to its weight over the row's largest."""
     top = max(weights) or 1.0
-    return " ".join(
-        f'<span style="background: rgba(220, 40, 40, {w / top:.3f})" title="{w:.4f}">{html.escape(t)}</span>'
-        for t, w in zip(tokens, weights)
-    )
+    return " ".join(f'<span style="background: rgba(220, 40, 40, {w / top:.3f})" title="{w:.4f}">{html.escape(t)}</span>' for t, w in zip(tokens, weights))
 
 
 def render_html(results: Sequence[ClassifyResult], title: str = "attnkit explain") -> str:

@@ -97,9 +97,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         return grad_x, grad_w, None, None, None, None
 
 
-def label_smoothed_nll(
-    x: Tensor, target: Tensor, *, weight: Tensor | None = None, epsilon: float = 0.1, ignore_index: int = 0
-) -> tuple[Tensor, Tensor]:
+def label_smoothed_nll(x: Tensor, target: Tensor, *, weight: Tensor | None = None, epsilon: float = 0.1, ignore_index: int = 0) -> tuple[Tensor, Tensor]:
     """Label-smoothed cross-entropy and plain NLL, summed over the positions that count.
 
     H(q', p) = (1 - eps) * (-log p(y)) + (eps / V) * (-sum_k log p(k)), the module docstring's q'

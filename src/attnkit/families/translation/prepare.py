@@ -97,27 +97,31 @@ def prepare_translation(
     checked: dict[str, Pairs] = {}
     skipped: dict[str, dict[str, int]] = {}
     for split, source in (("train", train), ("valid", valid)):
-        checked[split], skipped[split] = _load(
-            source, max_len=max_len, max_ratio=max_ratio, policy=check_policy
-        )
+        checked[split], skipped[split] = _load(source, max_len=max_len, max_ratio=max_ratio, policy=check_policy)
     if not checked["train"]:
         raise DataError(f"no training pairs ({_describe(train)})")
     src_tok, tgt_tok, src_vocab, tgt_vocab = _tokenizers(
-        checked["train"], tokenizer, vocab_size=vocab_size, joint=joint, cache_dir=cache_dir,
+        checked["train"],
+        tokenizer,
+        vocab_size=vocab_size,
+        joint=joint,
+        cache_dir=cache_dir,
         seed=seed,
     )
     examples: dict[str, list[Example]] = {}
     dropped: dict[str, dict[str, int]] = {}
     for split, pairs in checked.items():
-        examples[split], dropped[split] = encode_pairs(
-            pairs, src_tok, src_vocab, tgt_tok, tgt_vocab, max_len=max_len
-        )
+        examples[split], dropped[split] = encode_pairs(pairs, src_tok, src_vocab, tgt_tok, tgt_vocab, max_len=max_len)
     if not examples["train"]:
         raise DataError(f"no training examples left after checks and filters ({_describe(train)})")
     logger.info(
         "prepared %d train and %d valid examples; vocabularies %d / %d (%s%s)",
-        len(examples["train"]), len(examples["valid"]), len(src_vocab), len(tgt_vocab),
-        tokenizer, ", joint" if joint else "",
+        len(examples["train"]),
+        len(examples["valid"]),
+        len(src_vocab),
+        len(tgt_vocab),
+        tokenizer,
+        ", joint" if joint else "",
     )
     return Prepared(
         train=examples["train"],
@@ -132,9 +136,7 @@ def prepare_translation(
     )
 
 
-def _load(
-    source: Source, *, max_len: int, max_ratio: float, policy: dict[str, str] | None
-) -> tuple[Pairs, dict[str, int]]:
+def _load(source: Source, *, max_len: int, max_ratio: float, policy: dict[str, str] | None) -> tuple[Pairs, dict[str, int]]:
     """Return text pairs (checked, with ``skip`` lines removed, for files) and the skip counts."""
     if isinstance(source, list):
         return source, {}
@@ -142,8 +144,7 @@ def _load(
     report = check_parallel(src_path, tgt_path, max_len=max_len, max_ratio=max_ratio, policy=policy)
     if report.failed:
         raise DataError(
-            f"{src_path} / {tgt_path}: data check failed: {report.describe('fail')}; "
-            f"run `attnkit data check {src_path} {tgt_path}` for the full table"
+            f"{src_path} / {tgt_path}: data check failed: {report.describe('fail')}; run `attnkit data check {src_path} {tgt_path}` for the full table"
         )
     if report.describe("warn"):
         logger.warning("%s / %s: %s (kept)", src_path, tgt_path, report.describe("warn"))
@@ -151,9 +152,7 @@ def _load(
     src, tgt = read_lines(src_path, errors="replace"), read_lines(tgt_path, errors="replace")
     pairs = [pair for number, pair in enumerate(zip(src, tgt), start=1) if number not in skip]
     if skip:
-        logger.warning(
-            "%s / %s: skipped %d lines: %s", src_path, tgt_path, len(skip), report.describe("skip")
-        )
+        logger.warning("%s / %s: skipped %d lines: %s", src_path, tgt_path, len(skip), report.describe("skip"))
     return pairs, {f.name: f.count for f in report.findings if f.action == "skip" and f.count}
 
 

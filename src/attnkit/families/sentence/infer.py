@@ -2,7 +2,7 @@
 
 `classify_texts` returns, per text, the label, the class probabilities, the words the model saw and
 the attention A (hops x words) of the self-attentive model (Lin et al. 2017), which
-`attnkit.viz.explain` draws. `embed_texts` returns the sentence embeddings M (flattened, or the mean
+`attnkit.families.sentence.explain` draws. `embed_texts` returns the sentence embeddings M (flattened, or the mean
 over hops). `evaluate_labelled` scores a labelled file: accuracy, macro-F1 and the confusion matrix.
 For a sentence-pair model (SNLI) a text is ``premise<TAB>hypothesis``; tokens and attention are the
 premise's.
@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnkit.data.classify import LabelledText, normalize, pad_ids, read_labelled, read_snli, read_sst_trees
-from attnkit.data.tokenizers import WordTokenizer
-from attnkit.errors import CheckpointError, DataError
+from attnkit.artifacts.runs import LoadedRun
+from attnkit.data.batching import pad
+from attnkit.errors import DataError
 from attnkit.evaluate.metrics import accuracy, confusion_matrix, macro_f1
-from attnkit.runs import LoadedRun, SentenceVocabs
+from attnkit.families.sentence.codec import words
+from attnkit.families.sentence.data import LabelledText, read_labelled, read_snli, read_sst_trees
 
 
 @dataclass
@@ -42,15 +43,9 @@ class ClassifyResult:
     attention: list[list[float]]
 
 
-def _vocabs(loaded: LoadedRun) -> SentenceVocabs:
-    if not isinstance(loaded.vocabs, SentenceVocabs):
-        raise CheckpointError(f"{loaded.checkpoint}: a {loaded.run.task} run; this needs a sentence classifier (sase)")
-    return loaded.vocabs
-
-
 def tokenize(loaded: LoadedRun, text: str) -> list[str]:
     """The words of `text` as the run's model reads them (normalized as in training)."""
-    return WordTokenizer().tokenize(normalize(text, loaded.run.data.lowercase))
+    return words(text, loaded.run.data.lowercase)
 
 
 def _split(loaded: LoadedRun, texts: Sequence[str], source: str, pair: bool) -> list[tuple[list[str], list[str] | None]]:
@@ -69,21 +64,21 @@ def _split(loaded: LoadedRun, texts: Sequence[str], source: str, pair: bool) -> 
 
 def _batches(loaded: LoadedRun, split: list[tuple[list[str], list[str] | None]], batch_size: int) -> Iterator[tuple]:
     """Model inputs ``(tokens, keep, tokens2, keep2)`` of consecutive batches, on the model's device."""
-    vocab = _vocabs(loaded).vocab
+    vocab = loaded.vocabs.vocab
     device = next(loaded.model.parameters()).device
     for start in range(0, len(split), batch_size):
         chunk = split[start : start + batch_size]
-        tokens, keep = pad_ids([vocab.encode(words) for words, _ in chunk])  # (B, S)
+        tokens, keep = pad([vocab.encode(words) for words, _ in chunk])  # (B, S)
         tokens2 = keep2 = None
         if chunk[0][1] is not None:
-            tokens2, keep2 = pad_ids([vocab.encode(words2) for _, words2 in chunk])  # (B, S2)
+            tokens2, keep2 = pad([vocab.encode(words2) for _, words2 in chunk])  # (B, S2)
             tokens2, keep2 = tokens2.to(device), keep2.to(device)
         yield tokens.to(device), keep.to(device), tokens2, keep2
 
 
 @torch.inference_mode()
 def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *, source: str = "text") -> list[ClassifyResult]:
-    """Classify texts with a loaded sase run (`attnkit.runs.load_run`).
+    """Classify texts with a loaded sase run (`attnkit.families.load_run`).
 
     Args:
         loaded: The run, in eval mode.
@@ -93,9 +88,8 @@ def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *,
 
     Raises:
         DataError: An empty text (nothing left after normalization), or a pair without a tab.
-        CheckpointError: `loaded` is not a sentence classifier.
     """
-    labels = _vocabs(loaded).labels.labels
+    labels = loaded.vocabs.labels.labels
     split = _split(loaded, texts, source, pair=loaded.run.model.pair != "none")
     results: list[ClassifyResult] = []
     for tokens, keep, tokens2, keep2 in _batches(loaded, split, batch_size):
@@ -115,7 +109,6 @@ def embed_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *, me
     Without attention pooling the pooled vector ``(N, 2u)`` is the embedding (``mean_hops`` changes
     nothing). Each text is one sentence, also for a pair model.
     """
-    _vocabs(loaded)
     rows = []
     for tokens, keep, _, _ in _batches(loaded, _split(loaded, texts, source, pair=False), batch_size):
         m, _ = loaded.model.embed(tokens, keep)  # (B, R, 2u) or (B, 2u)
@@ -132,7 +125,7 @@ def read_eval_file(loaded: LoadedRun, path: str | Path) -> list[LabelledText]:
     ``.tsv``/``.csv``/``.jsonl`` files of SST runs) `read_labelled` with the run's column names.
     """
     d = loaded.run.data
-    labels = _vocabs(loaded).labels
+    labels = loaded.vocabs.labels
     name = Path(path).name.removesuffix(".gz")
     if d.corpus == "sst" and name.endswith(".txt"):
         examples, _ = read_sst_trees(path, binary=d.binary)
@@ -149,7 +142,7 @@ def read_eval_file(loaded: LoadedRun, path: str | Path) -> list[LabelledText]:
 
 def evaluate_labelled(loaded: LoadedRun, path: str | Path, batch_size: int = 64) -> dict:
     """Accuracy, macro-F1 and the confusion matrix (rows gold, columns predicted) of a run on a file."""
-    labels = _vocabs(loaded).labels
+    labels = loaded.vocabs.labels
     examples = read_eval_file(loaded, path)
     texts = [e.text if e.text2 is None else f"{e.text}\t{e.text2}" for e in examples]
     results = classify_texts(loaded, texts, batch_size, source=f"{path}, example")

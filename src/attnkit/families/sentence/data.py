@@ -25,11 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from attnkit.data.text import iter_text_lines, read_lines
-from attnkit.data.tokenizers import Tokenizer, WordTokenizer
-from attnkit.data.vocab import PAD, Vocabulary
 from attnkit.errors import DataError
 
 logger = logging.getLogger("attnkit")
@@ -38,7 +34,6 @@ SST5_LABELS = ("very_negative", "negative", "neutral", "positive", "very_positiv
 SST2_LABELS = ("negative", "positive")
 SNLI_LABELS = ("entailment", "neutral", "contradiction")  # the Hugging Face ids 0, 1, 2
 _PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
-_WORD = re.compile(r"\w+(?:['’-]\w+)*|['’]\w+|[^\w\s]")  # words (don't, co-writer, 's) or one symbol
 
 
 @dataclass(frozen=True)
@@ -258,9 +253,7 @@ def parse_sst_tree(tree: str, where: str = "SST tree") -> list[tuple[str, int]]:
     return nodes  # type: ignore[return-value]  # every node was filled in when it closed
 
 
-def read_sst_trees(
-    path: str | Path, *, phrases: bool = False, binary: bool = False
-) -> tuple[list[LabelledText], LabelMap]:
+def read_sst_trees(path: str | Path, *, phrases: bool = False, binary: bool = False) -> tuple[list[LabelledText], LabelMap]:
     """Read an SST tree file (one tree a line) as sentences or as all labelled phrases.
 
     Args:
@@ -302,9 +295,7 @@ def read_sst_tsv(path: str | Path, *, binary: bool = False) -> tuple[list[Labell
             continue
         label, _, text = line.partition("\t")
         if label not in {f"__label__{k}" for k in range(1, 6)}:
-            raise DataError(
-                f"{path}, line {number}: expected '__label__1' .. '__label__5' and a tab, got {label[:20]!r}"
-            )
+            raise DataError(f"{path}, line {number}: expected '__label__1' .. '__label__5' and a tab, got {label[:20]!r}")
         if not text.strip():
             raise DataError(f"{path}, line {number}: empty text")
         name = _sst_label(int(label[-1]) - 1, binary)
@@ -347,9 +338,7 @@ def read_snli(path: str | Path) -> list[LabelledText]:
     return examples
 
 
-def split_by_premise(
-    examples: Sequence[LabelledText], dev_fraction: float = 0.1, seed: int = 0
-) -> tuple[list[LabelledText], list[LabelledText]]:
+def split_by_premise(examples: Sequence[LabelledText], dev_fraction: float = 0.1, seed: int = 0) -> tuple[list[LabelledText], list[LabelledText]]:
     """Split pairs into train and dev by premise: all pairs of one premise land on one side.
 
     The distinct premises are sorted, shuffled with ``seed`` and the first
@@ -364,79 +353,3 @@ def split_by_premise(
     random.Random(seed).shuffle(premises)
     dev_premises = set(premises[: round(dev_fraction * len(premises))])
     return [e for e in examples if e.text not in dev_premises], [e for e in examples if e.text in dev_premises]
-
-
-def normalize(text: str, lowercase: bool = True) -> str:
-    """Lowercase (optionally) and set words and punctuation apart by single spaces, for `WordTokenizer`.
-
-    ``"Don't stop." -> "don't stop ."``; PTB-tokenised text (SST) keeps its tokens (``'s``).
-    """
-    return " ".join(_WORD.findall(text.lower() if lowercase else text))
-
-
-def build_vocab(
-    examples: Iterable[LabelledText],
-    tokenizer: Tokenizer | None = None,
-    min_freq: int = 1,
-    max_size: int | None = None,
-    lowercase: bool = True,
-) -> Vocabulary:
-    """`Vocabulary.build` over the normalized texts (both texts of a pair).
-
-    Args:
-        examples: Training examples.
-        tokenizer: Splits normalized text (default: `WordTokenizer`).
-        min_freq: Keep words seen at least this often.
-        max_size: Largest vocabulary, the specials included.
-        lowercase: Lowercase before counting (as `normalize`).
-    """
-    tokenizer = tokenizer or WordTokenizer()
-    texts = (t for e in examples for t in (e.text, e.text2) if t is not None)
-    return Vocabulary.build((tokenizer.tokenize(normalize(t, lowercase)) for t in texts), min_freq, max_size)
-
-
-@dataclass
-class EncodedText:
-    """An example as ids: ``ids`` (and ``ids2`` for a pair) without specials, and the class id."""
-
-    ids: list[int]
-    label: int
-    ids2: list[int] | None = None
-
-
-def encode_examples(
-    examples: Iterable[LabelledText],
-    vocab: Vocabulary,
-    label_map: LabelMap,
-    tokenizer: Tokenizer | None = None,
-    lowercase: bool = True,
-) -> list[EncodedText]:
-    """Normalize, tokenize and look up every text; drop (and log) examples with no token left.
-
-    Raises:
-        DataError: A label ``label_map`` does not know.
-    """
-    tokenizer = tokenizer or WordTokenizer()
-    encoded, dropped = [], 0
-    for number, e in enumerate(examples, start=1):
-        if e.label not in label_map:
-            raise DataError(f"example {number}: unknown label {e.label!r} (known: {', '.join(label_map.labels)})")
-        ids = vocab.encode(tokenizer.tokenize(normalize(e.text, lowercase)))
-        ids2 = None if e.text2 is None else vocab.encode(tokenizer.tokenize(normalize(e.text2, lowercase)))
-        if not ids or ids2 == []:
-            dropped += 1
-        else:
-            encoded.append(EncodedText(ids, label_map.index(e.label), ids2))
-    if dropped:
-        logger.warning("dropped %d examples with no token after normalization", dropped)
-    return encoded
-
-
-def pad_ids(sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad id lists with PAD: ``(tokens (B, S), keep (B, S))``, S the longest length."""
-    lengths = torch.tensor([len(s) for s in sequences])  # (B,)
-    tokens = torch.full((len(sequences), int(lengths.max())), PAD)  # (B, S)
-    for row, ids in zip(tokens, sequences):
-        row[: len(ids)] = torch.tensor(ids, dtype=torch.long)
-    keep = torch.arange(tokens.size(1)).unsqueeze(0) < lengths.unsqueeze(1)  # (B, S)
-    return tokens, keep

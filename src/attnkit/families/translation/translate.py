@@ -4,30 +4,31 @@ Sentences are sorted by length so each batch carries little padding, decoded wit
 search (`beam == 1` is greedy), and returned in input order with their n-best lists and, on request,
 the cross-attention of each output token.
 
-On a CPU, `SearchSettings.workers` batches are decoded at once, each by its own thread with one
+On a CPU, `Decode.workers` batches are decoded at once, each by its own thread with one
 intra-op thread, instead of one batch at a time with all threads. A decoding step is many small
 operations (the matrices have one row per beam), so intra-op threads mostly wait on each other;
 parallel batches keep every core busy. A sentence's output does not change: the batches are the
-same, only their order of work differs. A line of more than `SearchSettings.max_src_len` pieces
+same, only their order of work differs. A line of more than `Decode.max_src_len` pieces
 is refused with an error naming it: decoding time grows with the square of the length, so one
 runaway line (say 100,000 characters) would otherwise stall the whole input.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
 
+from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
-from attnkit.errors import DataError
-from attnkit.runs import Vocabs
+from attnkit.decode.hypothesis import Hypothesis
+from attnkit.families.translation.codec import Vocabs, encode_sources
 
 
 @dataclass
@@ -43,18 +44,6 @@ class Translation:
     attention: Tensor | None  # (T, S): target pieces (+EOS) x source pieces (+EOS)
 
 
-@dataclass(frozen=True)
-class SearchSettings:
-    beam: int = 4
-    alpha: float = 0.6
-    nbest: int = 1
-    max_len_a: float = 1.0
-    max_len_b: int = 50
-    batch_size: int = 64
-    max_src_len: int = 1024  # source pieces per line (the Transformer's default max_positions)
-    workers: int | None = None  # CPU batches decoded at once (None: torch.get_num_threads()); 1 on GPUs
-
-
 def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     for start in range(0, len(order), batch_size):
@@ -66,7 +55,7 @@ def translate(
     model: nn.Module,
     vocabs: Vocabs,
     lines: Sequence[str],
-    settings: SearchSettings = SearchSettings(),
+    decode: Decode = Decode(),
     *,
     device: torch.device | str = "cpu",
     return_attention: bool = False,
@@ -76,39 +65,55 @@ def translate(
     """Translate `lines`; returns the n-best list of each line, in input order.
 
     Raises:
-        DataError: A line has more than `settings.max_src_len` pieces (`source` names the input).
+        DataError: A line has more than `decode.max_src_len` pieces (`source` names the input).
     """
-    src_pieces = [vocabs.src_tokenizer.tokenize(line) for line in lines]
-    for number, pieces in enumerate(src_pieces, start=1):
-        if len(pieces) > settings.max_src_len:
-            limit = settings.max_src_len
-            raise DataError(f"{source}, line {number}: {len(pieces)} pieces, more than the {limit} a line may have")
-    examples = [(vocabs.src_vocab.encode(p), []) for p in src_pieces]  # collate appends EOS
-    results: list[list[Translation]] = [[] for _ in lines]
+    src_pieces, src_ids = encode_sources(vocabs, lines, decode.max_src_len, source)
+    hyps = search_ids(model, src_ids, decode, device=device, return_attention=return_attention, progress=progress)
+    return [[_to_translation(h, pieces, vocabs) for h in nbest] for nbest, pieces in zip(hyps, src_pieces)]
 
-    def decode(index: list[int]) -> None:
+
+@torch.inference_mode()
+def search_ids(
+    model: nn.Module,
+    src_ids: Sequence[list[int]],
+    decode: Decode,
+    *,
+    device: torch.device | str = "cpu",
+    return_attention: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> list[list[Hypothesis]]:
+    """The n-best hypotheses of each encoded source (ids without EOS), in input order."""
+    examples = [(ids, []) for ids in src_ids]  # collate appends EOS
+    results: list[list[Hypothesis]] = [[] for _ in examples]
+
+    def run(index: list[int]) -> None:
         batch = collate(examples, index).to(device)
-        if settings.beam == 1:
-            nbests = [[h] for h in greedy(model, batch.src, batch.src_keep, max_len_a=settings.max_len_a,
-                                          max_len_b=settings.max_len_b, return_attention=return_attention)]
+        if decode.beam == 1:
+            nbests = [[h] for h in greedy(model, batch.src, batch.src_keep, max_len_a=decode.max_len_a,
+                                          max_len_b=decode.max_len_b, return_attention=return_attention)]  # fmt: skip
         else:
-            nbests = beam_search(model, batch.src, batch.src_keep, beam=settings.beam, alpha=settings.alpha,
-                                 nbest=settings.nbest, max_len_a=settings.max_len_a, max_len_b=settings.max_len_b,
-                                 return_attention=return_attention)
+            nbests = beam_search(model, batch.src, batch.src_keep, beam=decode.beam, alpha=decode.alpha,
+                                 nbest=decode.nbest, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b,
+                                 return_attention=return_attention)  # fmt: skip
         for i, hyps in zip(index, nbests):
-            results[i] = [_to_translation(h, src_pieces[i], vocabs) for h in hyps]
+            results[i] = hyps
         if progress is not None:
             progress(len(index))
 
-    batches = list(_batches([len(src) for src, _ in examples], settings.batch_size))
-    workers = 1 if torch.device(device).type != "cpu" else min(settings.workers or torch.get_num_threads(), len(batches))
+    batches = list(_batches([len(ids) for ids in src_ids], decode.batch_size))
+    workers = 1 if torch.device(device).type != "cpu" else min(decode.workers or torch.get_num_threads(), len(batches))
     if workers <= 1:
         for index in batches:
-            decode(index)
+            run(index)
         return results
     with _intra_op_threads(1), ThreadPoolExecutor(workers) as pool:
-        list(pool.map(decode, batches))  # list() re-raises a worker's exception here
+        list(pool.map(run, batches))  # list() re-raises a worker's exception here
     return results
+
+
+def detokenize(vocabs: Vocabs, hyp: Hypothesis) -> str:
+    """A hypothesis' text."""
+    return vocabs.tgt_tokenizer.detokenize(vocabs.tgt_vocab.decode(hyp.tokens))
 
 
 @contextmanager
@@ -122,7 +127,7 @@ def _intra_op_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _to_translation(hyp, src_pieces: list[str], vocabs: Vocabs) -> Translation:
+def _to_translation(hyp: Hypothesis, src_pieces: list[str], vocabs: Vocabs) -> Translation:
     tgt_pieces = vocabs.tgt_vocab.decode(hyp.tokens)
     return Translation(
         text=vocabs.tgt_tokenizer.detokenize(tgt_pieces),

@@ -15,11 +15,11 @@ Only rank 0 of a run writes its checkpoints.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from safetensors import SafetensorError
@@ -27,7 +27,7 @@ from safetensors.torch import load_file, load_model, save_file, save_model
 from torch import nn
 
 from attnkit.errors import CheckpointError
-from attnkit.io import _fsync_dir, remove_temporaries
+from attnkit.io import atomic_dir, remove_dir, remove_temporaries
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")
 TMP_PREFIX = ".tmp-"  # folders being written or deleted
@@ -94,22 +94,8 @@ def _restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torc
 def _write_checkpoint_dir(run_dir: str | Path, step: int, write: Callable[[Path], None]) -> Path:
     """Create `checkpoints/step_{step}` atomically: `write(tmp_dir)`, fsync, rename."""
     final = Path(run_dir) / "checkpoints" / f"step_{step:08d}"
-    tmp = final.with_name(f"{TMP_PREFIX}{final.name}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with atomic_dir(final, TMP_PREFIX) as tmp:
         write(tmp)
-        for f in tmp.iterdir():
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
-        _fsync_dir(tmp)
-        if final.exists():
-            _remove_dir(final)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _fsync_dir(final.parent)
     return final
 
 
@@ -120,14 +106,6 @@ def remove_leftovers(run_dir: str | Path) -> list[Path]:
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
     return folders + remove_temporaries(run_dir)
-
-
-def _remove_dir(path: Path) -> None:
-    """Delete a checkpoint folder: rename it to a temporary name (atomic), then delete that."""
-    doomed = path.with_name(f"{TMP_PREFIX}old-{path.name}-{os.getpid()}")
-    os.replace(path, doomed)
-    _fsync_dir(path.parent)
-    shutil.rmtree(doomed)
 
 
 def save_checkpoint(
@@ -177,9 +155,7 @@ def load_weights(model: nn.Module, checkpoint: Path) -> None:
         first = str(e).strip().splitlines()[-1].strip()
         raise CheckpointError(f"{path}: weights do not match the model built from run.json/config ({first})") from None
     if missing or unexpected:
-        raise CheckpointError(
-            f"{path}: weights do not match the model (missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})"
-        )
+        raise CheckpointError(f"{path}: weights do not match the model (missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")
 
 
 def load_trainer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
@@ -202,7 +178,7 @@ def prune(run_dir: str | Path, keep_last: int, keep: set[str]) -> None:
     dirs = checkpoint_dirs(run_dir)
     for path in dirs[: max(len(dirs) - keep_last, 0)]:
         if path.name not in keep:
-            _remove_dir(path)
+            remove_dir(path)
 
 
 def average_checkpoints(checkpoints: list[Path]) -> dict[str, torch.Tensor]:

@@ -37,6 +37,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from attnkit.attention.structured import StructuredSelfAttention, frobenius_penalty
 from attnkit.data.text import iter_text_lines
 from attnkit.errors import DataError
+from attnkit.families.sentence.codec import SentenceVocabs
+from attnkit.families.sentence.config import SentenceRun
 
 Encoder = Literal["bilstm", "none"]
 Pooling = Literal["attention", "mean", "last"]
@@ -164,9 +166,7 @@ class SelfAttentiveClassifier(nn.Module):
             case _:  # "last"
                 return last, None  # (B, 2u)
 
-    def forward(
-        self, tokens: Tensor, keep: Tensor, tokens2: Tensor | None = None, keep2: Tensor | None = None
-    ) -> SentenceOutput:
+    def forward(self, tokens: Tensor, keep: Tensor, tokens2: Tensor | None = None, keep2: Tensor | None = None) -> SentenceOutput:
         """Classify sentences, or (premise, hypothesis) pairs when the model has a pair mode.
 
         Args:
@@ -267,3 +267,22 @@ def load_word_vectors(path: str | Path, vocab_tokens: Sequence[str], embedding: 
             embedding.weight[i] = embedding.weight.new_tensor(vector)  # (E,)
         found.add(i)
     return len(found)
+
+
+def build(run: SentenceRun, vocabs: SentenceVocabs) -> SelfAttentiveClassifier:
+    """The classifier of `run.model`: words in (the run's vocabulary), classes out (its labels)."""
+    cfg = run.model
+    return SelfAttentiveClassifier(
+        vocab_size=len(vocabs.vocab),
+        num_classes=len(vocabs.labels),
+        embed_dim=cfg.embed_dim,
+        u=cfg.u,
+        d_a=cfg.d_a,
+        r=cfg.r,
+        mlp_hidden=cfg.mlp_hidden,
+        dropout=cfg.dropout,
+        word_dropout=cfg.word_dropout,
+        encoder=cfg.encoder,
+        pooling=cfg.pooling,
+        pair=cfg.pair,
+    )

@@ -1,8 +1,13 @@
 """The translation task of the shared training loop: parallel text, a teacher-forced label-smoothed
-loss summed over target tokens, and validation by loss, perplexity, attention entropy and BLEU."""
+loss summed over target tokens, and validation by loss, perplexity, attention entropy and BLEU.
+
+The data is prepared once (`attnkit.artifacts.prepared`): checked, tokenized and encoded, the
+validation sources included, so `--resume`, every DDP rank and every validation reuse the ids.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -10,42 +15,61 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from attnkit.config.schema import Run
-from attnkit.data.batching import Batch, TokenBatcher, collate, sequence_lengths
-from attnkit.data.prepare import prepare_translation
-from attnkit.decode.translate import SearchSettings, translate
+from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
+from attnkit.data.batching import Batch, Example, TokenBatcher, collate, sequence_lengths
+from attnkit.data.vocab import PAD
 from attnkit.evaluate.bleu import score_translations
 from attnkit.evaluate.metrics import attention_entropy, perplexity
-from attnkit.runs import Vocabs, build_for
-from attnkit.train.corpus import corpus_splits
-from attnkit.train.losses import label_smoothed_nll
-from attnkit.train.precision import autocast
-from attnkit.train.schedules import teacher_forcing_ratio
-
-PAD = 0
+from attnkit.families.translation.codec import Vocabs, encode_sources, vocabs_from_json, vocabs_to_json
+from attnkit.families.translation.config import Rnn, TranslationRun
+from attnkit.families.translation.corpus import corpus_splits
+from attnkit.families.translation.forcing import teacher_forcing_ratio
+from attnkit.families.translation.model import build
+from attnkit.families.translation.prepare import prepare_translation
+from attnkit.families.translation.translate import detokenize, search_ids
+from attnkit.models.losses import label_smoothed_nll
+from attnkit.precision import autocast
 
 
 @dataclass
 class TrainData:
     vocabs: Vocabs
-    train: list[tuple[list[int], list[int]]]
-    valid: list[tuple[list[int], list[int]]]
-    valid_src: list[str]  # raw validation text, for BLEU
+    train: list[Example]
+    valid: list[Example]
+    valid_src: list[list[int]]  # every checked validation source, encoded, for BLEU
     valid_ref: list[str]
 
 
-def load_data(run: Run, run_dir: Path, data_dir: str | None) -> TrainData:
-    """Read, check, tokenize and encode the training and validation splits."""
+def load_data(run: TranslationRun, run_dir: Path, data_dir: str | None) -> TrainData:
+    """The prepared data of `run`: read from the cache, or checked, tokenized and encoded into it."""
     splits = corpus_splits(run.data, data_dir)
+    files = [path for name in ("train", "valid") if isinstance(splits[name], tuple) for path in splits[name]]
+    settings = run.data.model_dump(mode="json", by_alias=True, exclude={"dir", "train", "valid", "test"})
+    cache_dir = run_dir.parent / ".attnkit-cache"
+    key = data_key({"family": "translation", "data": settings, "max_src_len": run.decode.max_src_len}, files)
+    folder = prepared(cache_dir, key, partial(_prepare, run, splits, cache_dir))
+    info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
+    ids = load_sequences(folder / "examples.safetensors")
+    vocabs = vocabs_from_json(info["vocabs"], folder)
+    return TrainData(vocabs, list(zip(ids["train_src"], ids["train_tgt"])), list(zip(ids["valid_src"], ids["valid_tgt"])),
+                     ids["bleu_src"], info["valid_ref"])  # fmt: skip
+
+
+def _prepare(run: TranslationRun, splits: dict, cache_dir: Path, folder: Path) -> None:
+    """Check, tokenize and encode the training and validation splits into `folder`."""
     d = run.data
-    prepared = prepare_translation(
+    p = prepare_translation(
         train=splits["train"], valid=splits["valid"], tokenizer=d.tokenizer, vocab_size=d.vocab_size,
-        joint=d.joint, max_len=d.max_len, cache_dir=run_dir.parent / ".attnkit-cache",
+        joint=d.joint, max_len=d.max_len, cache_dir=cache_dir,
         check_policy=d.check.model_dump(by_alias=True), max_ratio=d.max_ratio,
     )  # fmt: skip
-    vocabs = Vocabs(prepared.src_tokenizer, prepared.tgt_tokenizer, prepared.src_vocab, prepared.tgt_vocab)
-    pairs = prepared.valid_pairs
-    return TrainData(vocabs, prepared.train, prepared.valid, [s for s, _ in pairs], [t for _, t in pairs])
+    vocabs = Vocabs(p.src_tokenizer, p.tgt_tokenizer, p.src_vocab, p.tgt_vocab)
+    _, bleu_src = encode_sources(vocabs, [s for s, _ in p.valid_pairs], run.decode.max_src_len, "validation source")
+    sequences = {"train_src": [s for s, _ in p.train], "train_tgt": [t for _, t in p.train],
+                 "valid_src": [s for s, _ in p.valid], "valid_tgt": [t for _, t in p.valid], "bleu_src": bleu_src}  # fmt: skip
+    save_sequences(folder / "examples.safetensors", sequences)
+    info = {"vocabs": vocabs_to_json(vocabs, folder), "valid_ref": [t for _, t in p.valid_pairs]}
+    (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")
 
 
 def batch_loss(model: nn.Module, batch: Batch, epsilon: float, **forcing: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -74,17 +98,16 @@ class TranslationTask:
 
     unit = "tokens"
 
-    def __init__(self, run: Run, run_dir: Path, data_dir: str | None) -> None:
-        self.run = run
-        self.data = load_data(run, run_dir, data_dir)
-        self.vocabs = self.data.vocabs
-        self.train_lengths = sequence_lengths(self.data.train)
+    def __init__(self, run: TranslationRun, data: TrainData) -> None:
+        self.run, self.data = run, data
+        self.vocabs = data.vocabs
+        self.train_lengths = sequence_lengths(data.train)
         self.forcing = None  # the teacher-forcing schedule, for RNN decoders only
-        if run.model.kind == "rnn":
+        if isinstance(run.model, Rnn):
             self.forcing = partial(teacher_forcing_ratio, **run.model.teacher_forcing.model_dump())
 
     def build_model(self) -> nn.Module:
-        return build_for(self.run, self.vocabs)
+        return build(self.run, self.vocabs)
 
     def collate(self, index: list[int]) -> Batch:
         return collate(self.data.train, index)
@@ -112,9 +135,8 @@ class TranslationTask:
         metrics.update(attention_health(model, collate(data.valid, list(range(min(32, len(data.valid))))).to(device)))
         if t.eval_bleu:
             n = t.eval_max_sentences or len(data.valid_src)
-            d = run.decode
-            settings = SearchSettings(beam=t.eval_beam, alpha=d.alpha, max_len_a=d.max_len_a, max_len_b=d.max_len_b, batch_size=d.batch_size)
-            hyps = [nbest[0].text for nbest in translate(model, data.vocabs, data.valid_src[:n], settings, device=device)]
+            decode = run.decode.with_overrides(beam=t.eval_beam, nbest=1)
+            hyps = [detokenize(data.vocabs, nbest[0]) for nbest in search_ids(model, data.valid_src[:n], decode, device=device)]
             scores = score_translations(hyps, data.valid_ref[:n])
             metrics["bleu"] = scores["bleu"]
             metrics["exact"] = sum(h == r for h, r in zip(hyps, data.valid_ref[:n])) / max(n, 1)

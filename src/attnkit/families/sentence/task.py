@@ -12,14 +12,13 @@ import torch
 from torch import nn
 
 from attnkit.attention.structured import frobenius_penalty
-from attnkit.config.schema import Run
-from attnkit.data.batching import TokenBatcher
-from attnkit.data.classify import EncodedText, build_vocab, encode_examples, pad_ids
+from attnkit.data.batching import TokenBatcher, pad
 from attnkit.evaluate.metrics import accuracy, hop_overlap, macro_f1
-from attnkit.models.sentence import load_word_vectors
-from attnkit.runs import SentenceVocabs, build_for
-from attnkit.train.corpus import classify_splits
-from attnkit.train.precision import autocast
+from attnkit.families.sentence.codec import EncodedText, SentenceVocabs, build_vocab, encode_examples
+from attnkit.families.sentence.config import SentenceRun
+from attnkit.families.sentence.corpus import classify_splits
+from attnkit.families.sentence.model import build, load_word_vectors
+from attnkit.precision import autocast
 
 log = logging.getLogger("attnkit")
 
@@ -42,11 +41,11 @@ class TextBatch:
 def collate_texts(examples: list[EncodedText], index: list[int]) -> TextBatch:
     """Pad the chosen examples into a `TextBatch` (on the CPU)."""
     chosen = [examples[i] for i in index]
-    tokens, keep = pad_ids([e.ids for e in chosen])  # (B, S)
+    tokens, keep = pad([e.ids for e in chosen])  # (B, S)
     labels = torch.tensor([e.label for e in chosen])  # (B,)
     if chosen[0].ids2 is None:
         return TextBatch(tokens, keep, labels)
-    return TextBatch(tokens, keep, labels, *pad_ids([e.ids2 for e in chosen]))  # (B, S2)
+    return TextBatch(tokens, keep, labels, *pad([e.ids2 for e in chosen]))  # (B, S2)
 
 
 def text_lengths(examples: list[EncodedText]) -> tuple[list[int], list[int]]:
@@ -59,7 +58,7 @@ class ClassificationTask:
 
     unit = "examples"
 
-    def __init__(self, run: Run, run_dir: Path, data_dir: str | None) -> None:
+    def __init__(self, run: SentenceRun, run_dir: Path, data_dir: str | None) -> None:
         d = run.data
         self.run = run
         train, valid, labels = classify_splits(d, data_dir)
@@ -72,7 +71,7 @@ class ClassificationTask:
 
     def build_model(self) -> nn.Module:
         """The classifier; its embedding filled from `model.word_vectors` when given."""
-        model = build_for(self.run, self.vocabs)
+        model = build(self.run, self.vocabs)
         path = self.run.model.word_vectors
         if path is not None:
             tokens = self.vocabs.vocab.to_json()["tokens"]

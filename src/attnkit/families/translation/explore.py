@@ -13,32 +13,24 @@ A translation record (`record`) extends the attention JSONL format of `viz.expor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import torch
 from torch import Tensor
 
+from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
 from attnkit.data.vocab import SPECIALS
-from attnkit.decode.translate import SearchSettings, Translation, translate
-from attnkit.errors import AttnkitError
-from attnkit.runs import LoadedRun, Vocabs
+from attnkit.families.translation.codec import Vocabs
+from attnkit.families.translation.translate import Translation, translate
 from attnkit.viz.export import attention_record
+from attnkit.viz.plot import AttentionView
 
 TITLES = {"encoder": "encoder self-attention", "decoder_self": "decoder self-attention", "cross": "encoder-decoder attention"}
+AXES = {"encoder": ("source (keys)", "source (queries)"), "decoder_self": ("decoder input", "output"), "cross": ("source", "output")}
 WORD_START = "\u2581"  # SentencePiece's word-start mark (and the char tokenizer's space)
-
-
-@dataclass
-class AttentionView:
-    """One kind of attention of one sentence: per layer (H, Tq, Tk), rows = queries, cols = keys."""
-
-    kind: str
-    rows: list[str]
-    cols: list[str]
-    layers: list[Tensor]
 
 
 @dataclass
@@ -51,23 +43,15 @@ class Explored:
     views: list[AttentionView]
 
 
-def search_settings(decode: Decode, beam: int | None = None, alpha: float | None = None, nbest: int | None = None,
-                    batch_size: int = 64) -> SearchSettings:  # fmt: skip
+def explore_decode(decode: Decode, beam: int | None = None, alpha: float | None = None, nbest: int | None = None) -> Decode:
     """The run's decoding settings with the given overrides; nbest defaults to the beam size."""
-    beam = beam or decode.beam
-    settings = SearchSettings(beam=beam, alpha=decode.alpha if alpha is None else alpha, nbest=nbest or beam,
-                              max_len_a=decode.max_len_a, max_len_b=decode.max_len_b, batch_size=batch_size)  # fmt: skip
-    if settings.nbest > settings.beam:
-        raise AttnkitError(f"nbest {settings.nbest} must be <= beam {settings.beam}")
-    return settings
+    decode = decode.with_overrides(beam=beam, alpha=alpha)
+    return decode.with_overrides(nbest=nbest or decode.beam)
 
 
-def explore(loaded: LoadedRun, lines: Sequence[str], settings: SearchSettings, *, maps: bool = True,
-            words: bool = False) -> list[Explored]:  # fmt: skip
+def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, words: bool = False) -> list[Explored]:
     """Translate `lines` and, with `maps`, collect every attention map of each best hypothesis."""
-    if loaded.run.task != "translation":
-        raise AttnkitError(f"{loaded.checkpoint.parent.parent}: a {loaded.run.model.kind} model does not translate (attnkit explain draws its attention)")
-    results = translate(loaded.model, loaded.vocabs, lines, settings, return_attention=maps)
+    results = translate(loaded.model, loaded.vocabs, lines, decode, return_attention=maps)
     views = attention_views(loaded.model, loaded.vocabs, [r[0] for r in results]) if maps else [[] for _ in results]
     explored = [Explored(i, line, nbest, v) for i, (line, nbest, v) in enumerate(zip(lines, results, views))]
     return [merge_words(e) for e in explored] if words and loaded.vocabs.src_tokenizer.kind != "word" else explored
@@ -87,7 +71,8 @@ def attention_views(model: torch.nn.Module, vocabs: Vocabs, best: list[Translati
     for b, t in enumerate(best):
         labels = {"encoder": (t.src_pieces, t.src_pieces), "decoder_self": (t.tgt_pieces, ["<s>"] + t.tgt_pieces[:-1]),
                   "cross": (t.tgt_pieces, t.src_pieces)}  # fmt: skip
-        out.append([AttentionView(kind, rows, cols, [w[b, :, : len(rows), : len(cols)].float().cpu() for w in getattr(maps, kind)])  # (H, Tq, Tk)
+        out.append([AttentionView(kind, rows, cols, [w[b, :, : len(rows), : len(cols)].float().cpu() for w in getattr(maps, kind)],  # (H, Tq, Tk)
+                                  TITLES[kind], AXES[kind])
                     for kind, (rows, cols) in labels.items() if getattr(maps, kind)])  # fmt: skip
     return out
 
@@ -118,7 +103,7 @@ def merge_words(e: Explored) -> Explored:
     views = []
     for v in e.views:
         rows, cols = word_groups(v.rows), word_groups(v.cols)
-        views.append(AttentionView(v.kind, _words(v.rows, rows), _words(v.cols, cols), [merge_matrix(w, rows, cols) for w in v.layers]))
+        views.append(replace(v, rows=_words(v.rows, rows), cols=_words(v.cols, cols), layers=[merge_matrix(w, rows, cols) for w in v.layers]))
     best = e.nbest[0]
     src, tgt = word_groups(best.src_pieces), word_groups(best.tgt_pieces)
     attention = None if best.attention is None else merge_matrix(best.attention, tgt, src)
@@ -141,9 +126,3 @@ def record(e: Explored) -> dict:
     if e.views:
         out["maps"] = {v.kind: {"rows": v.rows, "cols": v.cols, "layers": [_rounded(w) for w in v.layers]} for v in e.views}
     return out
-
-
-def classification_record(index: int, text: str, result, attention: bool = True) -> dict:
-    """The JSON record of an `attnkit.evaluate.classify.ClassifyResult` (attention: [hop][token])."""
-    return {"id": index, "text": text, "label": result.label, "probs": result.probs, "tokens": result.tokens,
-            "attention": result.attention if attention else None}  # fmt: skip

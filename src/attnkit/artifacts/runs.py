@@ -1,0 +1,107 @@
+"""Run folders: what a trained model needs besides its weights, written and read back safely.
+
+`RUN/config.yaml` is the resolved config; `RUN/run.json` holds what the run's family stores (its
+vocabularies, tokenizer settings, labels; tokenizer models are copied into the folder) and the
+versions that wrote it. This module knows no family: it takes the `Family`
+(`attnkit.families.protocol`) as an argument. `load_run` validates both files before building the
+model and loading weights, so a folder of another family, a vocabulary that does not match the
+weights or a corrupt file is one clear error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnkit import __version__
+from attnkit.artifacts.checkpoint import find_checkpoint, load_weights
+from attnkit.config.load import read_yaml, save_config, validate
+from attnkit.config.schema import DEFAULT_MODEL_KIND, RunBase
+from attnkit.errors import CheckpointError, ConfigError, DataError
+from attnkit.io import atomic_write_text
+
+
+@dataclass
+class LoadedRun:
+    """A run ready for inference: its config, model (eval mode), vocabularies and family."""
+
+    run: Any  # the family's RunBase subclass
+    model: nn.Module
+    vocabs: Any
+    checkpoint: Path
+    family: Any  # attnkit.families.protocol.Family
+
+    @property
+    def folder(self) -> Path:
+        return self.checkpoint.parent.parent
+
+
+def write_run(run_dir: str | Path, run: RunBase, info: dict[str, Any]) -> None:
+    """Write config.yaml and run.json (`info` plus the versions), each atomically, into `run_dir`."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    save_config(run, run_dir / "config.yaml")
+    versions = {"attnkit_version": __version__, "torch_version": torch.__version__}
+    atomic_write_text(run_dir / "run.json", json.dumps({**versions, **info}, ensure_ascii=False))
+
+
+def model_kind(run_dir: str | Path) -> str:
+    """The `model.kind` of a run folder's config.yaml (what picks its family)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise CheckpointError(f"{run_dir}: no such run folder")
+    try:
+        tree = read_yaml(run_dir / "config.yaml")
+    except ConfigError as e:
+        raise CheckpointError(str(e)) from None
+    model = tree.get("model")
+    kind = model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else None
+    if not isinstance(kind, str):
+        raise CheckpointError(f"{run_dir / 'config.yaml'}: model.kind is missing")
+    return kind
+
+
+def read_run(run_dir: str | Path, family: Any) -> tuple[Any, Any]:
+    """Read and validate config.yaml and run.json of a run folder of `family`: (run, vocabs)."""
+    run_dir = Path(run_dir)
+    kind = model_kind(run_dir)
+    if kind not in family.kinds:
+        raise CheckpointError(f"{run_dir}: a {kind} model; this command needs a {family.name} run ({', '.join(family.kinds)})")
+    config = run_dir / "config.yaml"
+    try:
+        run = validate(read_yaml(config), str(config), family.run_schema)
+    except ConfigError as e:
+        raise CheckpointError(str(e)) from None
+    path = run_dir / "run.json"
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+        vocabs = family.vocabs_from_json(info, run_dir)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: missing (not a run folder written by attnkit train)") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError, DataError) as e:
+        raise CheckpointError(f"{path}: malformed ({type(e).__name__}: {e})") from None
+    return run, vocabs
+
+
+def load_run(
+    run_dir: str | Path,
+    family: Any,
+    which: str = "best",
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+) -> LoadedRun:
+    """Build the run's model and load a checkpoint (`best`, `last` or a step number), in eval mode.
+
+    `dtype=torch.bfloat16` casts the weights for faster decoding (output log-probs stay float32).
+    A run of another family is refused with one clear error.
+    """
+    run, vocabs = read_run(run_dir, family)
+    checkpoint = find_checkpoint(run_dir, which)
+    model = family.build(run, vocabs)
+    load_weights(model, checkpoint)
+    return LoadedRun(run, model.to(device=device, dtype=dtype).eval(), vocabs, checkpoint, family)

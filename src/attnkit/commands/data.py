@@ -1,0 +1,62 @@
+"""`attnkit data check` and `attnkit data fetch`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from attnkit.config.args import positive_float, positive_int
+
+
+def cmd_data_check(args: argparse.Namespace) -> int:
+    from attnkit.data.check import check_parallel
+
+    policy = None
+    if args.config:
+        from attnkit.commands.training import config_path
+        from attnkit.config.schema import CheckPolicy
+        from attnkit.errors import AttnkitError
+        from attnkit.families import load_config
+
+        check = getattr(load_config(config_path(args.config)).data, "check", None)
+        if not isinstance(check, CheckPolicy):
+            raise AttnkitError(f"{args.config}: its data section has no check policy (data.check)")
+        policy = check.model_dump(by_alias=True)
+    report = check_parallel(args.src, args.tgt, max_len=args.max_len, max_ratio=args.max_ratio, policy=policy)
+    print(report.table())
+    if report.failed:
+        print("data check failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_data_fetch(args: argparse.Namespace) -> int:
+    from attnkit.data.fetch import fetch_multi30k
+    from attnkit.progress import DownloadProgress
+
+    with DownloadProgress() as progress:
+        paths = fetch_multi30k(args.dest, from_dir=args.from_dir, progress=progress.update)
+    print(f"multi30k: {len(paths)} files verified in {args.dest}")
+    return 0
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    data = sub.add_parser("data", help="check or fetch data", description="Data tools.").add_subparsers(dest="data_command", required=True, metavar="COMMAND")
+    p = data.add_parser(
+        "check",
+        help="report problems in a parallel corpus",
+        description="Line counts, blank lines, over-long pairs, invalid UTF-8, copies, duplicates and length-ratio outliers; exits 1 when a check fails.",
+    )
+    p.add_argument("src")
+    p.add_argument("tgt")
+    p.add_argument("--config", help="take the fail/warn/skip policy from this config's data.check")
+    p.add_argument("--max-len", type=positive_int, default=250, help="tokens (whitespace-separated) per side")
+    p.add_argument("--max-ratio", type=positive_float, default=3.0, help="length ratio above which a pair is an outlier")
+    p.set_defaults(func=cmd_data_check)
+    p = data.add_parser(
+        "fetch", help="download a corpus and verify its checksums", description="Download Multi30k task 1 (raw en/de/fr/cs) and verify sha256 sums."
+    )
+    p.add_argument("corpus", choices=["multi30k"])
+    p.add_argument("--dest", required=True, help="folder to write the files to")
+    p.add_argument("--from", dest="from_dir", help="copy from this local folder instead of downloading")
+    p.set_defaults(func=cmd_data_fetch)

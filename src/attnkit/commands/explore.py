@@ -1,0 +1,115 @@
+"""`attnkit evaluate`, `plot`, `report` and `serve`: generic verbs that hand the loaded run to its family."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, non_negative_float, port, positive_int, read_input
+from attnkit.errors import AttnkitError
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from attnkit.artifacts.runs import load_run, model_kind
+    from attnkit.families import family_of
+
+    family = family_of(model_kind(args.run))
+
+    def load():  # once the family has checked its own options: refuse the other families' ones
+        own = set(args.evaluate_options[family.name])
+        for dests in args.evaluate_options.values():
+            for dest in sorted(set(dests) - own):
+                if getattr(args, dest) is not None:
+                    raise AttnkitError(f"{args.run}: --{dest.replace('_', '-')} is not an option for a {family.name} run")
+        return load_run(args.run, family, args.checkpoint, dtype=DTYPES[args.dtype])
+
+    print(json.dumps(family.evaluate(args, load), indent=1))
+    return 0
+
+
+def _explore_inputs(args: argparse.Namespace):
+    """The run, the lines (TEXT, --input or stdin) and the options of `plot`/`report`."""
+    from attnkit.families import load_run
+    from attnkit.families.protocol import ExploreOptions
+
+    if args.text is not None and args.input:
+        raise AttnkitError("give a sentence or --input FILE, not both")
+    lines = [args.text] if args.text is not None else read_input(args.input)
+    loaded = load_run(args.run, args.checkpoint, dtype=DTYPES[args.dtype])
+    decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha)
+    decode = decode.with_overrides(nbest=args.nbest or decode.beam)
+    return loaded, lines, ExploreOptions(decode, words=args.words)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from attnkit.viz.plot import plot_maps
+
+    loaded, lines, options = _explore_inputs(args)
+    files = plot_maps(loaded.family.views(loaded, lines, options), args.out)
+    print(f"wrote {len(files)} heatmaps to {args.out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from attnkit.viz.report import write_report
+
+    loaded, lines, options = _explore_inputs(args)
+    write_report(loaded.family.records(loaded, lines, options), args.out, title=f"attnkit report: {Path(args.run).name}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from attnkit.serve.app import Batching, Limits, serve
+
+    serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars),
+          batching=Batching(args.batch_window_ms, args.max_batch), checkpoint=args.checkpoint, dtype=DTYPES[args.dtype])  # fmt: skip
+    return 0
+
+
+def add_evaluate(sub: argparse._SubParsersAction, families: dict) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="score a run on a test set, as JSON",
+        description="Score a run on held-out data and print JSON. Translation runs: --src and --ref (sacreBLEU, lowercased BLEU, chrF). Sentence classifiers: --data (accuracy, macro-F1, confusion matrix).",
+    )
+    p.add_argument("run")
+    add_checkpoint(p)
+    p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
+    add_dtype(p)
+    p.set_defaults(func=cmd_evaluate, evaluate_options={name: f.add_evaluate_arguments(p) for name, f in families.items()})
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    for name, help, out in (("plot", "PNG heatmaps of every attention map of a translation", "folder for the PNG files"),
+                            ("report", "a self-contained HTML report of outputs and their attention", "the HTML file to write")):  # fmt: skip
+        p = sub.add_parser(name, help=help, description=f"{help[0].upper()}{help[1:]} (TEXT, --input or stdin; docs/explorer.md).")
+        p.add_argument("run", help="run folder of a translation model" + (" or a sentence classifier" if name == "report" else ""))
+        p.add_argument("text", nargs="?", help="a sentence (instead of --input)")
+        p.add_argument("--input", help="one sentence a line")
+        p.add_argument("--out", required=True, help=out)
+        p.add_argument("--words", action="store_true", help="merge subword pieces into words (keys summed, queries averaged)")
+        p.add_argument("--beam", type=positive_int, help="beam size (1 = greedy; default: the run's decode.beam)")
+        p.add_argument("--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
+        if name == "report":
+            p.add_argument("--nbest", type=positive_int, help="hypotheses listed per sentence (default: the beam size)")
+        add_checkpoint(p)
+        add_dtype(p)
+        p.set_defaults(func=cmd_plot if name == "plot" else cmd_report, nbest=None)
+
+    p = sub.add_parser(
+        "serve",
+        help="a local web UI and JSON API for every loaded run",
+        description="Serve runs on a local web page and a JSON API (/v1/translate, /v1/classify, /v1/models, /healthz, /openapi.json).",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (each served under its folder name)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=port, default=8000, help="TCP port (0: any free port)")
+    p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413)")
+    p.add_argument("--max-chars", type=positive_int, default=1000, help="characters per text (more: 413)")
+    p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
+    p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
+    add_checkpoint(p)
+    add_dtype(p)
+    p.set_defaults(func=cmd_serve)

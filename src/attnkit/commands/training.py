@@ -1,0 +1,104 @@
+"""`attnkit train`, `config`, `average` and `demo`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from attnkit.config.args import positive_float, positive_int
+
+PRESETS = Path(__file__).resolve().parent.parent / "presets"
+
+
+def config_path(name: str) -> Path:
+    """A config file path, or the name of a built-in preset (e.g. `m30k-small`)."""
+    path = Path(name)
+    if path.exists() or path.suffix:
+        return path
+    preset = PRESETS / f"{name}.yaml"
+    return preset if preset.is_file() else path
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from attnkit.config import dump_config
+    from attnkit.families import load_config
+
+    sys.stdout.write(dump_config(load_config(config_path(args.config), args.set)))
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from attnkit.families import load_config
+    from attnkit.progress import TrainProgress
+    from attnkit.train.distributed import world_from_env
+    from attnkit.train.loop import train
+
+    run = load_config(config_path(args.config), args.set)
+    with TrainProgress(run.train) as progress:
+        state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event)
+    if not world_from_env().is_main:  # under torchrun, rank 0 reports
+        return 0
+    best = f", best {run.train.early_stopping} {abs(state.best):.4g}" if state.best is not None else ""
+    if state.interrupted:
+        sets = "".join(f" --set {s}" for s in args.set)
+        print(f"stopped by {state.interrupted} at step {state.step}; checkpoint saved in {args.out}. "
+              f"Resume with: attnkit train {args.config} --out {args.out}{sets} --resume")  # fmt: skip
+        return 0
+    print(f"trained {state.step} steps in {state.elapsed / 60:.1f} min{best}; run folder: {args.out}")
+    return 0
+
+
+def cmd_average(args: argparse.Namespace) -> int:
+    from attnkit.artifacts.average import average_run
+    from attnkit.families import load_run
+
+    load_run(args.run, "last")  # a run folder every command can load: config, run.json and weights agree
+    out = average_run(args.run, args.last, args.out)
+    print(f"averaged the last {args.last} checkpoints of {args.run} into {out}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from attnkit.demo import run_demo
+
+    return run_demo(minutes=args.minutes, data_dir=args.data, out=args.out)
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train", help="train a model from a YAML config", description="Train a model described by a YAML config (or a preset name such as m30k-small)."
+    )
+    p.add_argument("config", help="config file or preset name (configs/*.yaml)")
+    p.add_argument("--out", required=True, help="run folder for checkpoints, config.yaml and metrics.jsonl")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value, e.g. --set model.layers=6 (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--data", help="folder holding the corpus (Multi30k: train.en.gz ...)")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser(
+        "average",
+        help="average the last N checkpoints into a new run folder",
+        description="Average the weights of the last N checkpoints (Vaswani et al. sec. 6.1).",
+    )
+    p.add_argument("run")
+    p.add_argument("--last", type=positive_int, required=True, help="how many of the latest checkpoints")
+    p.add_argument("--out", required=True, help="new run folder")
+    p.set_defaults(func=cmd_average)
+
+    p = sub.add_parser(
+        "config", help="validate a config and print it fully resolved", description="Validate a config (with --set overrides) and print every setting."
+    )
+    p.add_argument("config")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser(
+        "demo",
+        help="the main job: train m30k-small briefly, translate, score and plot",
+        description="Train m30k-small on Multi30k for a few minutes, translate test sentences, print BLEU and write a heatmap.",
+    )
+    p.add_argument("--minutes", type=positive_float, default=5.0, help="training time budget")
+    p.add_argument("--data", help="Multi30k folder (default: data/multi30k or ../shared/data/multi30k, else download)")
+    p.add_argument("--out", default="runs/demo", help="run folder (replaced if it holds an earlier demo)")
+    p.set_defaults(func=cmd_demo)

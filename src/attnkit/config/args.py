@@ -1,0 +1,57 @@
+"""Command-line values: argparse types that range-check numbers, the dtype flag, and reading input lines.
+
+Shared by the generic commands (`attnkit.commands`) and the verbs each family adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from attnkit.data.text import read_lines
+from attnkit.errors import DataError
+
+
+def _number(kind: type, check: Callable[[Any], bool], need: str) -> Callable[[str], Any]:
+    """An argparse type: `kind(text)`, refused with `need` unless `check(value)`."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not check(value):
+            raise argparse.ArgumentTypeError(f"must be {need}, got {text}")
+        return value
+
+    return parse
+
+
+positive_int = _number(int, lambda v: v >= 1, ">= 1")
+positive_float = _number(float, lambda v: v > 0, "> 0")
+non_negative_float = _number(float, lambda v: v >= 0, ">= 0")
+port = _number(int, lambda v: 0 <= v <= 65535, "a port number from 0 to 65535")
+
+DTYPES = {"fp32": None, "bf16": torch.bfloat16}  # decoding with float32 or bfloat16 weights
+
+
+def add_dtype(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dtype", choices=list(DTYPES), default="fp32", help="bf16: decode with bfloat16 weights (faster on CPUs with bf16 units)")
+
+
+def add_checkpoint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
+
+
+def read_input(path: str | None) -> list[str]:
+    """The lines of `path`, or of stdin (UTF-8, stripped) when None."""
+    if path is None:
+        try:
+            return [line.rstrip("\r\n").strip() for line in sys.stdin.buffer.read().decode("utf-8").splitlines()]
+        except UnicodeDecodeError as e:
+            raise DataError(f"<stdin>: invalid UTF-8 at byte {e.start}") from None
+    return read_lines(path)

@@ -1,0 +1,141 @@
+"""What a model family gives the rest of attnkit: a `Family`, and for training a `Task`.
+
+A family package (`attnkit/families/<name>/`) holds everything that is specific to one kind of
+model: its config sections, its codec (raw input <-> ids <-> batch), model construction, loss and
+validation metrics, inference, its attention maps in the common format, what it stores in
+`run.json`, its request/response schema for `serve` and the CLI verbs it adds. The trainer, run
+folders, plots, report, server and CLI take a `Family` from the one table in `attnkit.families`
+and never ask which family it is. docs/architecture.md walks through adding one.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+
+from attnkit.config.schema import Decode, RunBase
+
+
+class Task(Protocol):
+    """A family's training data and objective, for the shared loop (`attnkit.train.loop`).
+
+    The task holds the prepared data (read, checked and encoded once, `attnkit.artifacts.prepared`)
+    and the vocabularies stored in run.json; it builds the model, gives the lengths the batcher
+    groups by, pads a batch, sums a batch's loss over its `size` items (target tokens, or
+    examples) and computes validation metrics. The loop does the rest the same way for every task.
+    """
+
+    unit: str  # what `size` counts: "tokens" or "examples" (the key of a step's count in metrics.jsonl)
+    vocabs: Any  # compared with == against the run's on --resume
+    train_lengths: tuple[list[int], list[int]]  # per training example, for `TokenBatcher`
+
+    def build_model(self) -> nn.Module: ...
+
+    def collate(self, index: list[int]) -> Any:
+        """The training examples `index` as a batch with a `.to(device)` method."""
+
+    def size(self, batch: Any) -> int:
+        """How many items (tokens or examples) `loss` sums over."""
+
+    def loss(self, model: nn.Module, batch: Any, step: int) -> torch.Tensor:
+        """The batch's loss summed over its `size` items, at 1-based update `step`."""
+
+    def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
+        """Validation metrics (always "loss"); the model is already in eval mode."""
+
+
+class ApiRequest(BaseModel):
+    """What every `POST /v1/...` body has; a family's request adds its own settings."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str | None = Field(None, description="a loaded model's name (GET /v1/models); default: the first of this task")
+    texts: list[str] = Field(description="the inputs, one sentence or document each")
+    attention: bool = Field(False, description="also return attention matrices")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One `POST` route of `attnkit serve`: its bodies and how a dynamic batch of texts is answered.
+
+    `key(loaded, body, batch_size)` gives what requests must share to be batched together (the
+    decoding settings, say); `run(loaded, key, texts, batch_size)` answers one batch, a JSON
+    record per text.
+    """
+
+    path: str
+    request: type[BaseModel]
+    response: type[BaseModel]
+    key: Callable[[Any, Any, int], Hashable]
+    run: Callable[[Any, Hashable, list[str], int], list[dict]]
+
+
+@dataclass(frozen=True)
+class Api:
+    """A family's part of `attnkit serve`: its pages (path -> HTML file), assets and routes."""
+
+    pages: dict[str, Traversable] = field(default_factory=dict)
+    assets: dict[str, Traversable] = field(default_factory=dict)
+    endpoints: tuple[Endpoint, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    """What `plot`, `report` and the server ask of a family's attention view."""
+
+    decode: Decode
+    words: bool = False  # merge subword pieces into words
+
+
+class Family(Protocol):
+    """Everything the core needs from one model family (see the module docstring)."""
+
+    name: str  # what it does, as `GET /v1/models` and error messages name it
+    kinds: tuple[str, ...]  # the `model.kind` values it builds
+    run_schema: type[RunBase]
+    api: Api
+
+    def task(self, run: Any, run_dir: Path, data_dir: str | None) -> Task:
+        """Prepare the data (or reuse the prepared artifact) and return the training task."""
+
+    def vocabs_to_json(self, vocabs: Any, run_dir: Path) -> dict:
+        """What run.json stores (tokenizer files are copied into `run_dir`)."""
+
+    def vocabs_from_json(self, info: dict, run_dir: Path) -> Any:
+        """The inverse of `vocabs_to_json` (KeyError/TypeError/ValueError on malformed input)."""
+
+    def build(self, run: Any, vocabs: Any) -> nn.Module:
+        """The run's model, sized for `vocabs`."""
+
+    def add_commands(self, sub: argparse._SubParsersAction) -> None:
+        """Add the family's own CLI verbs (each sets `func`)."""
+
+    def add_evaluate_arguments(self, parser: argparse.ArgumentParser) -> list[str]:
+        """Add what `attnkit evaluate` needs for this family (skipping options already there);
+        returns the names (argparse dests) of the options it reads."""
+
+    def evaluate(self, args: argparse.Namespace, load: Callable[[], Any]) -> dict:
+        """`attnkit evaluate`: check the options, then `load()` the run and score it (a JSON-ready report)."""
+
+    def records(self, loaded: Any, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
+        """The JSON records of `report` and the web UI: outputs with their attention."""
+
+    def views(self, loaded: Any, lines: Sequence[str], options: ExploreOptions) -> list[list[Any]]:
+        """`plot`: per line, its `attnkit.viz.views.AttentionView`s (every kind, layer and head)."""
+
+    def info(self, loaded: Any) -> dict:
+        """Extra fields of `GET /v1/models` (e.g. the decoding settings)."""
+
+
+def add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> None:
+    """`parser.add_argument` unless another family already added the option (shared verbs)."""
+    if not any(flag in parser._option_string_actions for flag in flags):
+        parser.add_argument(*flags, **kwargs)

@@ -1,0 +1,107 @@
+"""The sentence family's CLI: `attnkit classify`, `embed`, `explain`, and its options of `attnkit evaluate`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from attnkit.artifacts.runs import LoadedRun, load_run
+from attnkit.config.args import add_checkpoint, positive_int, read_input
+from attnkit.errors import AttnkitError
+from attnkit.families.protocol import add_once
+from attnkit.families.sentence.explain import write_html, write_png
+from attnkit.families.sentence.infer import classify_texts, embed_texts, evaluate_labelled
+from attnkit.io import atomic_path
+
+VERBS = {
+    "classify": "label and class probabilities of each sentence",
+    "embed": "sentence embeddings M (r x 2u, flattened) as .npy",
+    "explain": "HTML/PNG of the words each attention hop looked at",
+}
+
+
+def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
+    for name, help in VERBS.items():
+        p = sub.add_parser(
+            name, help=help, description=f"Sentence classifiers (sase runs): {help}. One sentence a line (premise<TAB>hypothesis for pair models)."
+        )
+        p.add_argument("run", help="run folder of a sase model")
+        if name == "explain":
+            p.add_argument("text", nargs="*", help="sentences to explain (or --input)")
+            p.add_argument("--html", required=True, metavar="OUT.html", help="self-contained HTML page")
+            p.add_argument("--png", metavar="OUT.png", help="also a PNG image")
+        p.add_argument("--input", help="input file, one sentence a line (default: stdin)")
+        if name == "embed":
+            p.add_argument("--out", required=True, metavar="X.npy", help="output .npy file (N rows)")
+            p.add_argument("--mean-hops", action="store_true", help="the mean over the r hops (N x 2u) instead of flattened M")
+        if name == "classify":
+            p.add_argument("--jsonl", action="store_true", help="one JSON object a line: label, probs, tokens, attention")
+        add_checkpoint(p)
+        p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
+        p.set_defaults(func={"classify": cmd_classify, "embed": cmd_embed, "explain": cmd_explain}[name], family=family)
+
+
+def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The texts to classify (the TEXT arguments, --input or stdin) and how errors name one."""
+    if getattr(args, "text", None):
+        return list(args.text), "text"
+    return read_input(args.input), f"{args.input or '<stdin>'}, line"
+
+
+def _classifier(args: argparse.Namespace) -> LoadedRun:
+    return load_run(args.run, args.family, args.checkpoint)
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    texts, source = _texts(args)
+    results = classify_texts(_classifier(args), texts, args.batch_size, source=source)
+    for r in results:
+        if args.jsonl:
+            print(json.dumps(asdict(r), ensure_ascii=False))
+        else:
+            print(r.label + "\t" + " ".join(f"{label}={p:.4f}" for label, p in r.probs.items()))
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    if Path(args.out).is_dir():
+        raise AttnkitError(f"{args.out}: is a directory, expected a .npy file path")
+    texts, source = _texts(args)
+    matrix = embed_texts(_classifier(args), texts, args.batch_size, mean_hops=args.mean_hops, source=source)
+    with atomic_path(args.out) as tmp, open(tmp, "wb") as f:
+        np.save(f, matrix)
+    print(f"{matrix.shape[0]} embeddings of size {matrix.shape[1]} written to {args.out}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    if not args.text and not args.input:
+        raise AttnkitError("give a sentence (or several) or --input FILE")
+    loaded = _classifier(args)
+    if loaded.run.model.pooling != "attention":
+        raise AttnkitError(f"{args.run}: model.pooling is {loaded.run.model.pooling!r}; only attention pooling has weights to show")
+    texts, source = _texts(args)
+    results = classify_texts(loaded, texts, args.batch_size, source=source)
+    write_html(args.html, results, title=f"attnkit explain: {args.run}")
+    if args.png:
+        write_png(args.png, results)
+    print(f"wrote {args.html}" + (f" and {args.png}" if args.png else ""))
+    return 0
+
+
+def add_evaluate_arguments(parser: argparse.ArgumentParser) -> list[str]:
+    """`attnkit evaluate` options of sentence classifiers; returns their names."""
+    add_once(parser, "--data", help="labelled file (sentence classifiers): SST trees, SNLI TSV, or TSV/CSV/JSONL with the run's columns")
+    return ["data"]
+
+
+def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
+    """Check the options, then load the run (`load()`) and score it."""
+    if not args.data:
+        raise AttnkitError(f"{args.run}: a sentence classifier: evaluate it with --data FILE")
+    return evaluate_labelled(load(), args.data, args.batch_size)

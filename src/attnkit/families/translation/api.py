@@ -1,0 +1,72 @@
+"""The translation family's part of `attnkit serve`: the translate page and `POST /v1/translate`."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from attnkit.artifacts.runs import LoadedRun
+from attnkit.families.protocol import Api, ApiRequest, Endpoint
+from attnkit.families.translation.explore import explore, explore_decode, record
+
+STATIC = resources.files("attnkit.families.translation") / "static"
+
+
+class TranslateRequest(ApiRequest):
+    beam: int | None = Field(None, ge=1, le=16, description="beam size (1 = greedy); default: the run's decode.beam")
+    alpha: float | None = Field(None, ge=0.0, le=5.0, description="length penalty; default: the run's decode.alpha")
+    nbest: int | None = Field(None, ge=1, le=16, description="hypotheses per text (<= beam); default: the beam size")
+    words: bool = Field(False, description="merge subword pieces into words in the attention matrices")
+
+
+class Hypothesis(BaseModel):
+    text: str
+    score: float
+    finished: bool
+
+
+class AttentionMap(BaseModel):
+    rows: list[str] = Field(description="query tokens")
+    cols: list[str] = Field(description="key tokens")
+    layers: list[list[list[list[float]]]] = Field(description="weights [layer][head][row][col]")
+
+
+class Translation(BaseModel):
+    """The attention JSONL record of `attnkit translate --attention` plus text, n-best and maps."""
+
+    id: int
+    source: str
+    text: str
+    score: float
+    nbest: list[Hypothesis]
+    src: list[str] = Field(description="source pieces (+ </s>)")
+    tgt: list[str] = Field(description="output pieces (+ </s> if finished)")
+    attention: list[list[float]] | None = Field(None, description="last layer's cross-attention, mean over heads [tgt][src]")
+    maps: dict[str, AttentionMap] | None = Field(None, description="encoder, decoder_self, cross: every layer and head")
+
+
+class TranslateResponse(BaseModel):
+    model_config = ConfigDict(protected_namespaces=())
+
+    model: str
+    results: list[Translation]
+
+
+def batch_key(loaded: LoadedRun, body: TranslateRequest, batch_size: int) -> Hashable:
+    """Requests with the same settings share a search batch (one per dynamic batch, one worker thread)."""
+    decode = explore_decode(loaded.run.decode, body.beam, body.alpha, body.nbest).with_overrides(batch_size=batch_size, workers=1)
+    return decode, body.attention, body.words
+
+
+def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) -> list[dict]:
+    decode, attention, words = key
+    return [record(e) for e in explore(loaded, texts, decode, maps=attention, words=words)]
+
+
+API = Api(
+    pages={"/": STATIC / "index.html"},
+    assets={"translate.js": STATIC / "translate.js"},
+    endpoints=(Endpoint("/v1/translate", TranslateRequest, TranslateResponse, batch_key, answer),),
+)

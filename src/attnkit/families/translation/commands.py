@@ -1,0 +1,88 @@
+"""The translation family's CLI: `attnkit translate`, and its options of `attnkit evaluate`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from attnkit.artifacts.runs import LoadedRun, load_run
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, non_negative_float, positive_int, read_input
+from attnkit.errors import AttnkitError
+from attnkit.families.protocol import add_once
+from attnkit.families.translation.evaluate import evaluate_run
+from attnkit.families.translation.translate import translate
+from attnkit.io import atomic_write_text
+from attnkit.progress import counter
+from attnkit.viz.export import attention_record, write_attention_jsonl
+
+
+def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
+    """--beam, --alpha (shared by translate, evaluate, plot and report)."""
+    add_once(parser, "--beam", type=positive_int, help="beam size (1 = greedy; default: the run's decode.beam)")
+    add_once(parser, "--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
+
+
+def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
+    p = sub.add_parser(
+        "translate", help="translate text with a trained run", description="Translate one sentence a line (stdin or --input) to stdout or --output."
+    )
+    p.add_argument("run", help="run folder written by `attnkit train` or `attnkit average`")
+    p.add_argument("--input", help="input file (default: stdin)")
+    p.add_argument("--output", help="output file (default: stdout)")
+    add_decode_arguments(p)
+    p.add_argument("--nbest", type=positive_int, default=1, help="print N hypotheses per line as `index<TAB>score<TAB>text`")
+    p.add_argument("--attention", metavar="FILE.jsonl", help="also write source/target pieces and cross-attention per sentence")
+    add_checkpoint(p)
+    p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
+    add_dtype(p)
+    p.add_argument("--workers", type=positive_int, help="CPU: batches decoded at once, one thread each (default: the number of threads)")
+    p.set_defaults(func=cmd_translate, family=family)
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    for path in (args.output, args.attention):  # fail before decoding, not after
+        if path and Path(path).is_dir():
+            raise AttnkitError(f"{path}: is a directory, expected a file path")
+    loaded = load_run(args.run, args.family, args.checkpoint, dtype=DTYPES[args.dtype])
+    decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha, nbest=args.nbest, batch_size=args.batch_size, workers=args.workers)
+    lines = read_input(args.input)
+    with counter(len(lines), "translating", unit="sent") as bar:
+        results = translate(loaded.model, loaded.vocabs, lines, decode, return_attention=args.attention is not None,
+                            progress=bar.update, source=args.input or "<stdin>")  # fmt: skip
+    if args.nbest > 1:
+        out = [f"{i}\t{h.score:.4f}\t{h.text}" for i, nbest in enumerate(results) for h in nbest]
+    else:
+        out = [nbest[0].text for nbest in results]
+    text = "".join(line + "\n" for line in out)
+    if args.output:
+        atomic_write_text(args.output, text)
+    else:
+        sys.stdout.write(text)
+    if args.attention:
+        best = [nbest[0] for nbest in results]
+        write_attention_jsonl(args.attention, (attention_record(i, h.src_pieces, h.tgt_pieces, h.attention, h.score) for i, h in enumerate(best)))
+    unfinished = sum(not nbest[0].finished for nbest in results)
+    if unfinished:
+        logging.getLogger("attnkit").warning("%d sentence(s) reached the maximum length without ending", unfinished)
+    return 0
+
+
+def add_evaluate_arguments(parser: argparse.ArgumentParser) -> list[str]:
+    """`attnkit evaluate` options of translation runs; returns their names."""
+    add_once(parser, "--src", help="source file (translation)")
+    add_once(parser, "--ref", help="reference file (translation)")
+    add_decode_arguments(parser)
+    add_once(parser, "--workers", type=positive_int, help="CPU: batches decoded at once, one thread each (default: the number of threads)")
+    return ["src", "ref", "beam", "alpha", "workers"]
+
+
+def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
+    """Check the options, then load the run (`load()`) and score it."""
+    if not (args.src and args.ref):
+        raise AttnkitError(f"{args.run}: a translation run: evaluate it with --src FILE --ref FILE")
+    loaded = load()
+    decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha, nbest=1, batch_size=args.batch_size, workers=args.workers)
+    return evaluate_run(loaded, args.src, args.ref, decode)

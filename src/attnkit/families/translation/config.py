@@ -1,0 +1,160 @@
+"""The translation family's config sections: `data` (parallel text) and `model` (Transformer or RNN)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+
+from attnkit.config.schema import CheckPolicy, RunBase, Strict
+
+
+class FilePair(Strict):
+    """A parallel corpus: two line-aligned text files (plain or .gz)."""
+
+    src: str
+    tgt: str
+
+
+class Synthetic(Strict):
+    """A built-in synthetic task (seeded), for tests and demos."""
+
+    task: Literal["copy", "reverse", "sort"] = "reverse"
+    vocab_size: PositiveInt = 20
+    min_len: PositiveInt = 3
+    max_len: PositiveInt = 12
+    train_size: PositiveInt = 20000
+    valid_size: PositiveInt = 200
+    test_size: PositiveInt = 200
+    seed: int = 1234
+
+    @model_validator(mode="after")
+    def _lengths(self) -> Synthetic:
+        if self.min_len > self.max_len:
+            raise ValueError(f"min_len ({self.min_len}) must be <= max_len ({self.max_len})")
+        return self
+
+
+class Data(Strict):
+    """Where the text comes from and how it becomes token ids.
+
+    `corpus: multi30k` reads `{split}.{lang}.gz` from `dir`; `files` reads `train`/`valid`/`test`;
+    `synthetic` generates `synthetic.task`.
+    """
+
+    corpus: Literal["files", "multi30k", "synthetic"] = "files"
+    dir: str | None = None
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    train: FilePair | None = None
+    valid: FilePair | None = None
+    test: FilePair | None = None
+    synthetic: Synthetic = Synthetic()
+    tokenizer: Literal["bpe", "unigram", "word", "char"] = "bpe"
+    vocab_size: PositiveInt = 8000
+    joint: bool = True
+    max_len: PositiveInt = 128
+    max_ratio: PositiveFloat = 3.0
+    check: CheckPolicy = CheckPolicy()
+
+    @model_validator(mode="after")
+    def _corpus_fields(self) -> Data:
+        if self.corpus == "files" and (self.train is None or self.valid is None):
+            raise ValueError("corpus 'files' needs data.train and data.valid (each with src and tgt)")
+        return self
+
+
+class Transformer(Strict):
+    """Vaswani et al. (2017) encoder-decoder; defaults are the paper's base model."""
+
+    kind: Literal["transformer"] = "transformer"
+    layers: PositiveInt = 6
+    encoder_layers: PositiveInt | None = None
+    decoder_layers: PositiveInt | None = None
+    d_model: PositiveInt = 512
+    n_heads: PositiveInt = 8
+    d_ff: PositiveInt = 2048
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    norm: Literal["post", "pre"] = "post"
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    max_positions: PositiveInt = 1024
+    share_embeddings: bool = True
+    tie_output: bool = True
+
+    @property
+    def width(self) -> int:
+        """d_model, the width the Noam schedule scales with."""
+        return self.d_model
+
+    @model_validator(mode="after")
+    def _heads(self) -> Transformer:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        return self
+
+
+class TeacherForcing(Strict):
+    """The probability of feeding the gold previous token, per step and sentence, as training goes.
+
+    Bengio et al. (2015), "Scheduled Sampling", sec. 2.4, with i the update: constant: `ratio`;
+    linear: max(min_ratio, ratio - slope * i); exponential: ratio * k^i (k < 1); inverse_sigmoid:
+    ratio * k / (k + exp(i / k)) (k >= 1). Only RNN decoders support a ratio below 1.
+    """
+
+    ratio: float = Field(1.0, ge=0.0, le=1.0)
+    decay: Literal["constant", "linear", "exponential", "inverse_sigmoid"] = "constant"
+    slope: float = Field(1e-4, ge=0.0)
+    k: PositiveFloat = 1000.0
+    min_ratio: float = Field(0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _k(self) -> TeacherForcing:
+        if self.decay == "exponential" and self.k >= 1:
+            raise ValueError(f"exponential decay needs k < 1 (ratio * k^i), got {self.k}")
+        if self.decay == "inverse_sigmoid" and self.k < 1:
+            raise ValueError(f"inverse_sigmoid decay needs k >= 1, got {self.k}")
+        return self
+
+
+class Rnn(Strict):
+    """RNN encoder-decoder (attnkit.models.rnn): `attention` none | context | bahdanau | luong."""
+
+    kind: Literal["rnn"]
+    attention: Literal["none", "context", "bahdanau", "luong"] = "bahdanau"
+    score: Literal["dot", "general", "concat"] = "general"
+    input_feed: bool = True
+    cell: Literal["lstm", "gru"] = "lstm"
+    embed_dim: PositiveInt = 256
+    hidden: PositiveInt = 512
+    layers: PositiveInt = 1
+    bidirectional: bool = True
+    attn_dim: PositiveInt | None = None
+    dropout: float = Field(0.2, ge=0.0, lt=1.0)
+    share_embeddings: bool = True
+    tie_output: bool = False
+    teacher_forcing: TeacherForcing = TeacherForcing()
+
+    @property
+    def width(self) -> int:
+        """The hidden size, the width the Noam schedule scales with."""
+        return self.hidden
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Rnn:
+        if self.tie_output and self.hidden != self.embed_dim:
+            raise ValueError(f"tie_output needs hidden == embed_dim, got {self.hidden} and {self.embed_dim}")
+        if self.bidirectional and self.hidden % 2:
+            raise ValueError(f"a bidirectional encoder splits hidden in two: it must be even, got {self.hidden}")
+        return self
+
+
+Model = Annotated[Transformer | Rnn, Field(discriminator="kind")]
+
+
+class TranslationRun(RunBase):
+    """A translation run: parallel text into an encoder-decoder."""
+
+    METRICS = ("bleu",)
+    data: Data
+    model: Model = Transformer()

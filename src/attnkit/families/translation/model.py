@@ -1,0 +1,48 @@
+"""Build a translation run's model: the Transformer or an RNN encoder-decoder, sized for its vocabularies."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from attnkit.families.translation.codec import Vocabs
+from attnkit.families.translation.config import Rnn, Transformer, TranslationRun
+from attnkit.models.rnn import RNNSeq2Seq
+from attnkit.models.transformer import Transformer as TransformerModel
+
+
+def build(run: TranslationRun, vocabs: Vocabs) -> nn.Module:
+    """The model described by `run.model` for the given vocabularies."""
+    cfg, joint = run.model, vocabs.joint
+    sizes = {"src_vocab_size": len(vocabs.src_vocab), "tgt_vocab_size": len(vocabs.tgt_vocab)}
+    if isinstance(cfg, Transformer):
+        return TransformerModel(
+            **sizes,
+            d_model=cfg.d_model,
+            n_heads=cfg.n_heads,
+            d_ff=cfg.d_ff,
+            encoder_layers=cfg.encoder_layers or cfg.layers,
+            decoder_layers=cfg.decoder_layers or cfg.layers,
+            dropout=cfg.dropout,
+            attention_dropout=cfg.attention_dropout,
+            pre_norm=cfg.norm == "pre",
+            learned_positions=cfg.positions == "learned",
+            max_positions=cfg.max_positions,
+            share_embeddings=cfg.share_embeddings and joint,
+            tie_output=cfg.tie_output,
+        )
+    assert isinstance(cfg, Rnn)
+    return RNNSeq2Seq(
+        **sizes,
+        attention=cfg.attention,
+        score=cfg.score,
+        input_feed=cfg.input_feed,
+        cell=cfg.cell,
+        embed_dim=cfg.embed_dim,
+        hidden=cfg.hidden,
+        layers=cfg.layers,
+        bidirectional=cfg.bidirectional,
+        attn_dim=cfg.attn_dim,
+        dropout=cfg.dropout,
+        share_embeddings=cfg.share_embeddings and joint,
+        tie_output=cfg.tie_output,
+    )
