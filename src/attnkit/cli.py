@@ -407,12 +407,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32", help="bf16: decode with bfloat16 weights")
         p.set_defaults(func=cmd_plot if name == "plot" else cmd_report, nbest=None)
 
-    p = sub.add_parser("serve", help="a local web UI and JSON API for translation and classification", description="Serve runs on a local web page and a JSON API (/v1/translate, /v1/classify, /v1/models, /healthz, /openapi.json).")
+    p = sub.add_parser("serve", help="a local web UI and JSON API for translation and classification",
+                       description="Serve runs on a local web page and a JSON API (/v1/translate, /v1/classify, /v1/models, /healthz, /openapi.json). "
+                                   "Limits, each answered 413 with the limit in the message: --max-texts texts per request, --max-chars characters "
+                                   "per text, and a request body of at most max-texts x (6 x max-chars + 8) + 4096 bytes (388,608 with the "
+                                   "defaults), checked before the JSON is parsed: from Content-Length, or counted as a chunked body arrives.")  # fmt: skip
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (each served under its folder name)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=port, default=8000, help="TCP port (0: any free port)")
-    p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413)")
-    p.add_argument("--max-chars", type=positive_int, default=1000, help="characters per text (more: 413)")
+    p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413); also sets the body limit")
+    p.add_argument("--max-chars", type=positive_int, default=1000, help="characters per text (more: 413); also sets the body limit")
     p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
     p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
     p.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")

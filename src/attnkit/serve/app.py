@@ -3,8 +3,9 @@
 Routes: `/` (translate page), `/classify` (classify page), `/static/*` (their plain-JS assets),
 `POST /v1/translate`, `POST /v1/classify`, `GET /v1/models`, `GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` thread. Bad requests answer one clear `detail` line:
-413 for too many or too long texts (or a body too large for them), 422 for an empty or malformed
-body, 404 for an unknown model, 500 for a model error (the server keeps serving).
+413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
+`serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a
+model error (the server keeps serving).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from attnkit.errors import AttnkitError
 from attnkit.runs import LoadedRun, load_run
 from attnkit.serve import schemas
 from attnkit.serve.batcher import DynamicBatcher
+from attnkit.serve.body_limit import BodyLimit
 from attnkit.viz.explore import classification_record, explore, record, search_settings
 from attnkit.viz.report import template
 
@@ -43,7 +45,7 @@ class Limits:
     @property
     def max_body(self) -> int:
         """Bytes a request body may have: the most texts at their longest (6 bytes a character, a
-        JSON \\uXXXX escape) and room for the other fields; larger bodies are refused unread."""
+        JSON \\uXXXX escape) and room for the other fields; larger bodies are refused before parsing."""
         return self.max_texts * (6 * self.max_chars + 8) + 4096
 
 
@@ -144,12 +146,7 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
     pages = {"/": (STATIC / "index.html").read_text(encoding="utf-8"), "/classify": (STATIC / "classify.html").read_text(encoding="utf-8")}
     assets = {name: (STATIC / name).read_text(encoding="utf-8") if (STATIC / name).is_file() else template(name) for name in ASSETS}
 
-    @app.middleware("http")
-    async def cap_body(request: Request, call_next):
-        size = int(request.headers.get("content-length") or 0)
-        if size > limits.max_body:
-            return JSONResponse({"detail": f"request body of {size} bytes, at most {limits.max_body}"}, status_code=413)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, max_body=limits.max_body)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
