@@ -12,6 +12,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from attnkit.artifacts.lock import locked
 from attnkit.config import load_config
 from attnkit.data.fetch import fetch_multi30k
 from attnkit.decode.translate import SearchSettings, translate
@@ -50,7 +51,8 @@ def run_demo(minutes: float, data_dir: str | None, out: str) -> int:
     if out_dir.exists():
         if not (out_dir / "run.json").is_file():
             raise AttnkitError(f"{out_dir}: exists and is not a run folder; choose another --out")
-        shutil.rmtree(out_dir)
+        with locked(out_dir):  # never delete a run that another process is training
+            shutil.rmtree(out_dir)
     if folder is None:
         print("No Multi30k data reachable: training the built-in reverse task instead.")
         run = load_config(PRESETS / "toy-reverse.yaml", [f"train.max_minutes={minutes}"])

@@ -19,6 +19,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from attnkit.artifacts.lock import LOCK_NAME
 from attnkit.cli import main
 from attnkit.config import load_config
 from attnkit.runs import load_run
@@ -90,7 +91,8 @@ def test_sigkill_five_times_and_resume_equals_uninterrupted(tmp_path: Path) -> N
     assert final.returncode == 0, stderr
     _assert_last_checkpoint_loads(out)
 
-    leftovers = [p.relative_to(out) for p in out.rglob("*") if p.name.startswith(".") or ".tmp" in p.name]
+    hidden = [p for p in out.rglob("*") if (p.name.startswith(".") and p.name != LOCK_NAME) or ".tmp" in p.name]
+    leftovers = [p.relative_to(out) for p in hidden]  # the run folder's lock file stays (it holds nothing)
     assert not leftovers, leftovers
     steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines() if '"train"' in line]
     assert steps == list(range(1, reference.step + 1)), "metrics.jsonl: each update logged once, in order"

@@ -9,11 +9,13 @@ the position in the epoch, so a resumed run equals an uninterrupted one.
 Model families differ only in their `Task` (`train/task.py`): translation (`train/translation.py`)
 and sentence classification (`train/classification.py`). Under torchrun the same function trains one
 data-parallel rank (`train/distributed.py`): its shard of the batches, gradients all-reduced, files
-written and validation run by rank 0 only.
+written and validation run by rank 0 only. Rank 0 holds the run folder's lock (`artifacts/lock.py`)
+for the whole job, so a second run into the same folder is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -27,6 +29,7 @@ import torch
 from torch import nn
 
 from attnkit.allocator import limit_primitive_cache
+from attnkit.artifacts.lock import locked
 from attnkit.config.schema import Run
 from attnkit.data.batching import TokenBatcher
 from attnkit.errors import CheckpointError, TrainingError
@@ -252,12 +255,17 @@ def train(
 ) -> TrainState:
     """Train `run` into `run_dir`; `on_event(kind, state, info)` reports "step" and "valid" events.
 
-    Launched by torchrun, each process trains one rank; only rank 0 reports events.
+    Launched by torchrun, each process trains one rank; only rank 0 reports events. Rank 0 locks
+    `run_dir` before anything else (a run folder that another process holds is refused); the other
+    ranks of its job wait for it at the first barrier and write nothing.
     """
     limit_primitive_cache()
     device = pick_device(run.train.device)
+    run_dir = Path(run_dir)
     with distributed.process_group(device) as world:
-        return _train(run, Path(run_dir), world, world.device(device), resume, data_dir, on_event)
+        owner = locked(run_dir, create=not resume) if world.is_main else contextlib.nullcontext()
+        with owner:
+            return _train(run, run_dir, world, world.device(device), resume, data_dir, on_event)
 
 
 def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.device, resume: bool, data_dir: str | None,

@@ -1,0 +1,1 @@
+"""Run folders, checkpoints and prepared data: written and read back safely; nothing here trains."""
