@@ -113,3 +113,15 @@ def test_a_failed_claim_removes_what_it_wrote(tmp_path: Path) -> None:
                 (folder / "run.json").write_text("{}")
                 raise OSError(28, "No space left on device")
         assert folder.exists() == existed and (not existed or not any(folder.iterdir()))
+
+
+def test_a_folder_created_for_nothing_is_removed(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):  # e.g. training refused its data before writing anything
+        with locked(tmp_path / "run", create=True):
+            raise ValueError("bad data")
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError):
+        with locked(tmp_path / "run", create=True):
+            (tmp_path / "run" / "config.yaml").write_text("x")
+            raise ValueError("later")
+    assert (tmp_path / "run" / "config.yaml").is_file()  # what was written stays (a run to resume or rerun)

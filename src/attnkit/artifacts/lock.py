@@ -16,9 +16,9 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from attnkit.errors import AttnkitError, CheckpointError, RunInUseError
 
@@ -27,16 +27,22 @@ LOCK_NAME = ".lock"
 
 @contextmanager
 def locked(run_dir: str | Path, *, create: bool = False) -> Iterator[Path]:
-    """Hold the exclusive lock on `run_dir` for the body (`create`: make the folder if missing).
+    """Hold the exclusive lock on `run_dir` for the body (`create`: make the folder if missing; if
+    the body fails before it wrote anything there, the folder is removed again).
 
     Raises:
         RunInUseError: another process (or another `locked` of this one) holds it.
         AttnkitError: the folder is missing (`create=False`), or cannot be created or locked.
     """
     run_dir = Path(run_dir)
+    created = create and not run_dir.exists()
     fd = _acquire(run_dir, create)
     try:
         yield run_dir
+    except BaseException:
+        if created and run_dir.is_dir() and [p.name for p in run_dir.iterdir()] == [LOCK_NAME]:
+            _remove_contents(run_dir, and_folder=True)
+        raise
     finally:
         os.close(fd)  # releases the lock
 
