@@ -1,7 +1,9 @@
 """Atomic file writes: temp file in the same folder, fsync, rename. Nothing is ever half-written.
 
 A process killed mid-write (SIGKILL, power loss) leaves only its temporary, `.NAME.XXXXXXXX.tmp`,
-which `remove_temporaries` deletes once the folder's one writer starts again.
+which `remove_temporaries` deletes once the folder's one writer starts again. A write that fails
+(disk full, quota, read-only, permission) removes its temporary, leaves the old file as it was and
+raises one `WriteError` naming the file and the cause.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, WriteError
 
 TMP_SUFFIX = ".tmp"
 
@@ -21,7 +23,8 @@ TMP_SUFFIX = ".tmp"
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temp path beside `path`; on success it is fsynced and renamed onto `path`.
 
-    On any error the temp file is removed and `path` is left as it was.
+    On any error the temp file is removed and `path` is left as it was; an `OSError` while writing,
+    fsyncing or renaming becomes a `WriteError` naming `path`.
     """
     path = Path(path)
     if path.is_dir():
@@ -30,7 +33,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     except OSError as e:
-        raise AttnkitError(f"{path}: cannot write ({e.strerror})") from None
+        raise write_error(path, e) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -38,10 +41,39 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         with open(tmp_path, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
+    except OSError as e:
+        tmp_path.unlink(missing_ok=True)
+        raise write_error(path, e) from None
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def write_error(path: str | Path, error: OSError) -> WriteError:
+    """The one-line error for a failed write of `path`: `PATH: cannot write (No space left on device)`."""
+    cause = os.strerror(error.errno) if error.errno else str(error)
+    return WriteError(f"{path}: cannot write ({cause})")
+
+
+def append_text(path: str | Path, text: str) -> None:
+    """Append `text` to `path` whole or not at all: a failed write is cut off again (`WriteError`)."""
+    data = text.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise write_error(path, e) from None
+    try:
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        except OSError as e:
+            os.ftruncate(fd, start)  # frees space, so it works on a full disk
+            raise write_error(path, e) from None
+    finally:
+        os.close(fd)
 
 
 def remove_temporaries(folder: str | Path) -> list[Path]:

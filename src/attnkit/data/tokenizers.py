@@ -11,9 +11,7 @@ import hashlib
 import io
 import json
 import logging
-import os
 import random
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +21,7 @@ import sentencepiece as spm
 from attnkit.data.text import iter_byte_lines, read_lines
 from attnkit.data.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocabulary
 from attnkit.errors import CheckpointError, DataError
+from attnkit.io import atomic_write_bytes
 
 logger = logging.getLogger("attnkit")
 
@@ -187,7 +186,7 @@ def train_sentencepiece(
     except RuntimeError as err:
         names = ", ".join(str(path) for path in files)
         raise DataError(f"SentencePiece training on {names} failed: {err}") from err
-    _write_atomic(model_path, model)
+    atomic_write_bytes(model_path, model)
     logger.info("saved SentencePiece model %s", model_path)
     return model_path
 
@@ -225,7 +224,7 @@ def save_tokenizer(tokenizer: Tokenizer, run_dir: str | Path) -> dict[str, str]:
         ``tokenizer.to_dict()``, for the run's JSON; `load_tokenizer` reverses it.
     """
     if isinstance(tokenizer, SentencePieceTokenizer):
-        _write_atomic(Path(run_dir) / tokenizer.model_path.name, tokenizer.model_path.read_bytes())
+        atomic_write_bytes(Path(run_dir) / tokenizer.model_path.name, tokenizer.model_path.read_bytes())
     return tokenizer.to_dict()
 
 
@@ -258,26 +257,6 @@ def load_tokenizer(d: dict[str, str], run_dir: str | Path) -> Tokenizer:
     if tokenizer.kind != kind:
         raise CheckpointError(f"{path}: a {tokenizer.kind} model, but the run says {kind}")
     return tokenizer
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write bytes to a temporary file beside ``path``, fsync, then rename it into place.
-
-    Args:
-        path: Destination; its folder is created if missing.
-        data: The file's contents.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _train(
