@@ -20,8 +20,7 @@ import torch
 
 from attnkit.allocator import MARKER, limit_primitive_cache, use_jemalloc
 from attnkit.data.batching import TokenBatcher
-from attnkit.families import load_config
-from attnkit.families.translation.task import TranslationTask
+from attnkit.families import family_of, load_config
 from attnkit.precision import pick_device
 from attnkit.train.loop import Trainer
 from attnkit.train.state import TrainState
@@ -45,7 +44,7 @@ def main() -> None:
     limit_primitive_cache()  # as `attnkit train`
     torch.set_num_threads(args.threads)
     run = load_config(PRESET, [f"train.precision={args.precision}", f"train.device={args.device}", *args.set])
-    task = TranslationTask(run, Path("runs/bench"), args.data)
+    task = family_of(run.model.kind).task(run, Path("runs/bench"), args.data)
     device = pick_device(args.device)
     model = task.build_model().to(device)
     trainer = Trainer(run, model, device, task)

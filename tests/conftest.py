@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny untrained run folders on disk, built in well under a second.
+"""Shared fixtures: tiny untrained run folders on disk, built in well under a second, and
+`full_disk`, which makes chosen writes fail as on a full (or read-only) disk.
 
 Plots, reports and the web app need a run folder (config.yaml, run.json, a checkpoint) but not a
 model that translates well; training even a tiny one takes tens of seconds on 2 cores. These runs
@@ -8,10 +9,13 @@ classifier has the labels neg and pos.
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors import SafetensorError
 
 from attnkit.artifacts.checkpoint import save_checkpoint
 from attnkit.artifacts.runs import write_run
@@ -62,3 +66,70 @@ def tiny_rnn_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_sase_run(tmp_path_factory) -> Path:
     return make_tiny_run(tmp_path_factory.mktemp("runs") / "tiny-sase", TINY_SASE)
+
+
+class FullDisk:
+    """Make the writes to files whose path contains `fragment` fail with `code` (ENOSPC: "No space
+    left on device"), after `skip` such writes went through, at one of three places:
+    - `at_fsync`: `os.fsync` (every atomic write and checkpoint file is fsynced);
+    - `at_write`: `os.write` (appends): half the bytes are written, then the next write fails;
+    - `at_safetensors`: safetensors' `save_file`/`save_model` in checkpoints: a partial file, then the
+      `SafetensorError` safetensors raises on a full disk.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.monkeypatch = monkeypatch
+        self.failed: list[str] = []  # the paths whose write failed
+
+    def _due(self, path: str, fragment: str, counter: list[int], skip: int) -> bool:
+        if fragment not in path:
+            return False
+        counter[0] += 1
+        return counter[0] > skip
+
+    def at_fsync(self, fragment: str, skip: int = 0, code: int = errno.ENOSPC) -> None:
+        real, seen = os.fsync, [0]
+
+        def fsync(fd: int) -> None:
+            path = os.readlink(f"/proc/self/fd/{fd}")
+            if self._due(path, fragment, seen, skip):
+                self.failed.append(path)
+                raise OSError(code, os.strerror(code))
+            real(fd)
+
+        self.monkeypatch.setattr(os, "fsync", fsync)
+
+    def at_write(self, fragment: str, skip: int = 0, code: int = errno.ENOSPC) -> None:
+        real, seen = os.write, [0]
+
+        def write(fd: int, data: bytes) -> int:
+            path = os.readlink(f"/proc/self/fd/{fd}")
+            if not self._due(path, fragment, seen, skip):
+                return real(fd, data)
+            if path not in self.failed:  # the disk fills in the middle of this write
+                self.failed.append(path)
+                return real(fd, data[: max(len(data) // 2, 1)])
+            raise OSError(code, os.strerror(code))
+
+        self.monkeypatch.setattr(os, "write", write)
+
+    def at_safetensors(self, name: str, skip: int = 0) -> None:
+        from attnkit.artifacts import checkpoint
+
+        seen = [0]
+        for function in ("save_file", "save_model"):
+            real = getattr(checkpoint, function)
+
+            def save(obj, filename, *args, real=real, **kwargs):
+                if not self._due(filename, name, seen, skip):
+                    return real(obj, filename, *args, **kwargs)
+                self.failed.append(filename)
+                Path(filename).write_bytes(b"partial")
+                raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+            self.monkeypatch.setattr(checkpoint, function, save)
+
+
+@pytest.fixture
+def full_disk(monkeypatch) -> FullDisk:
+    return FullDisk(monkeypatch)

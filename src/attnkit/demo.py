@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from attnkit.artifacts.lock import locked
 from attnkit.errors import AttnkitError
 from attnkit.families import DEMO, load_config, load_run
 from attnkit.progress import TrainProgress
@@ -24,7 +25,8 @@ def run_demo(minutes: float, data_dir: str | None, out: str) -> int:
     if out_dir.exists():
         if not (out_dir / "run.json").is_file():
             raise AttnkitError(f"{out_dir}: exists and is not a run folder; choose another --out")
-        shutil.rmtree(out_dir)
+        with locked(out_dir):  # never delete a run that another process is training
+            shutil.rmtree(out_dir)
     with TrainProgress(run.train) as progress:
         train(run, out_dir, on_event=progress.event)
     DEMO.showcase(load_run(out_dir), data, out_dir)

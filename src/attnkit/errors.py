@@ -23,3 +23,11 @@ class CheckpointError(AttnkitError):
 
 class TrainingError(AttnkitError):
     """Training cannot go on (e.g. the loss was NaN or inf too many steps in a row)."""
+
+
+class RunInUseError(AttnkitError):
+    """Another process holds the run folder (names the folder and that process: pid, host, start time)."""
+
+
+class WriteError(AttnkitError):
+    """A file could not be written: disk full (ENOSPC, EDQUOT), read-only (EROFS) or not permitted (EACCES)."""

@@ -4,7 +4,9 @@ The one place that writes files and folders atomically: `atomic_path` / `atomic_
 `atomic_write_bytes` for files, `atomic_dir` for folders (checkpoints, prepared data). A process
 killed mid-write (SIGKILL, power loss) leaves only its temporary, `.NAME.XXXXXXXX.tmp` (folders:
 `PREFIX NAME-PID`), which `remove_temporaries` (or the folder's owner) deletes once the folder's one
-writer starts again.
+writer starts again. A write that fails (disk full, quota, read-only, permission) removes its
+temporary, leaves the old file or folder as it was and raises one `WriteError` naming the file and
+the cause.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, WriteError
 
 TMP_SUFFIX = ".tmp"
 
@@ -25,7 +27,8 @@ TMP_SUFFIX = ".tmp"
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temp path beside `path`; on success it is fsynced and renamed onto `path`.
 
-    On any error the temp file is removed and `path` is left as it was.
+    On any error the temp file is removed and `path` is left as it was; an `OSError` while writing,
+    fsyncing or renaming becomes a `WriteError` naming `path`.
     """
     path = Path(path)
     if path.is_dir():
@@ -34,7 +37,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     except OSError as e:
-        raise AttnkitError(f"{path}: cannot write ({e.strerror})") from None
+        raise write_error(path, e) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -42,6 +45,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         with open(tmp_path, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
+    except OSError as e:
+        tmp_path.unlink(missing_ok=True)
+        raise write_error(path, e) from None
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
@@ -51,11 +57,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 @contextmanager
 def atomic_dir(final: Path, tmp_prefix: str) -> Iterator[Path]:
     """Yield an empty temp folder beside `final`; on success its files are fsynced and it replaces
-    `final` (an existing `final` is removed first). On any error the temp folder is deleted."""
+    `final` (an existing `final` is removed first). On any error the temp folder is deleted; an
+    `OSError` becomes a `WriteError` naming the file inside `final` that failed (or `final`)."""
     tmp = final.with_name(f"{tmp_prefix}{final.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     try:
+        tmp.mkdir(parents=True)
         yield tmp
         for f in tmp.iterdir():
             with open(f, "rb") as fh:
@@ -64,6 +71,10 @@ def atomic_dir(final: Path, tmp_prefix: str) -> Iterator[Path]:
         if final.exists():
             remove_dir(final, tmp_prefix)
         os.replace(tmp, final)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        inside = e.filename is not None and Path(e.filename).parent == tmp
+        raise write_error(final / Path(e.filename).name if inside else final, e) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -76,6 +87,32 @@ def remove_dir(path: Path, tmp_prefix: str = ".tmp-") -> None:
     os.replace(path, doomed)
     _fsync_dir(path.parent)
     shutil.rmtree(doomed)
+
+
+def write_error(path: str | Path, error: OSError) -> WriteError:
+    """The one-line error for a failed write of `path`: `PATH: cannot write (No space left on device)`."""
+    cause = os.strerror(error.errno) if error.errno else str(error)
+    return WriteError(f"{path}: cannot write ({cause})")
+
+
+def append_text(path: str | Path, text: str) -> None:
+    """Append `text` to `path` whole or not at all: a failed write is cut off again (`WriteError`)."""
+    data = text.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise write_error(path, e) from None
+    try:
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        except OSError as e:
+            os.ftruncate(fd, start)  # frees space, so it works on a full disk
+            raise write_error(path, e) from None
+    finally:
+        os.close(fd)
 
 
 def remove_temporaries(folder: str | Path) -> list[Path]:

@@ -2,6 +2,8 @@
 
 The new folder gets the run's files (config.yaml, run.json, tokenizer models) copied as they are,
 so averaging works the same for every model family.
+The new folder is claimed first (`artifacts/lock.py`): one that holds files or that another process
+is writing is refused, and a failed write (e.g. a full disk) removes what was written.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.artifacts.checkpoint import average_checkpoints, checkpoint_dirs, save_weights
+from attnkit.artifacts.lock import claim_new_run_folder
 from attnkit.errors import CheckpointError
 from attnkit.io import atomic_write_bytes
 
@@ -37,11 +40,10 @@ def average_run(run_dir: str | Path, last: int, out: str | Path) -> Path:
         raise CheckpointError(f"{run_dir}: asked to average the last {last} checkpoints but it has {len(dirs)}")
     if out.resolve() == run_dir.resolve():
         raise CheckpointError(f"{out}: the output folder must differ from the run folder")
-    if (out / "checkpoints").exists():
-        raise CheckpointError(f"{out}: already holds checkpoints; choose a new folder")
     chosen = dirs[-last:]
-    weights = average_checkpoints(chosen)
-    copy_run_files(run_dir, out)
-    step = int(chosen[-1].name.removeprefix("step_"))
-    save_weights(out, step, weights, {"averaged_from": [str(p) for p in chosen]})
+    with claim_new_run_folder(out):
+        weights = average_checkpoints(chosen)
+        copy_run_files(run_dir, out)
+        step = int(chosen[-1].name.removeprefix("step_"))
+        save_weights(out, step, weights, {"averaged_from": [str(p) for p in chosen]})
     return out

@@ -9,12 +9,16 @@ and `checkpoints/step_NNNNNNNN/` folders, each with:
 A checkpoint folder is written under a temporary name (`.tmp-...`), fsynced and renamed, and a
 folder is deleted by renaming it to a temporary name first, so a crash (even SIGKILL) leaves complete
 checkpoints only; `remove_leftovers` deletes what a killed writer left when training starts again.
-Only rank 0 of a run writes its checkpoints.
+A write that fails (a full or read-only disk) removes the temporary folder and raises one
+`WriteError` naming the file; the checkpoints before it are untouched. Only rank 0 of a run writes
+its checkpoints.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -30,6 +34,7 @@ from attnkit.errors import CheckpointError
 from attnkit.io import atomic_dir, remove_dir, remove_temporaries
 
 STEP_DIR = re.compile(r"^step_(\d{8})$")
+OS_ERROR = re.compile(r"\(os error (\d+)\)")  # how a SafetensorError names the errno of an I/O error
 TMP_PREFIX = ".tmp-"  # folders being written or deleted
 
 
@@ -91,8 +96,24 @@ def _restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict[str, torc
     optimizer.load_state_dict({"state": state, "param_groups": groups})
 
 
+def save_safetensors(save: Callable[[Any, str], None], obj: Any, path: Path) -> None:
+    """`save(obj, path)` (safetensors' `save_file` or `save_model`); the I/O error that safetensors
+    reports as a `SafetensorError` (e.g. a full disk) is raised as that `OSError`, naming `path`."""
+    try:
+        save(obj, str(path))
+    except SafetensorError as e:
+        if "I/O error" not in str(e):
+            raise
+        found = OS_ERROR.search(str(e))
+        code = int(found.group(1)) if found else errno.EIO
+        raise OSError(code, os.strerror(code), str(path)) from None
+
+
 def _write_checkpoint_dir(run_dir: str | Path, step: int, write: Callable[[Path], None]) -> Path:
-    """Create `checkpoints/step_{step}` atomically: `write(tmp_dir)`, fsync, rename."""
+    """Create `checkpoints/step_{step}` atomically: `write(tmp_dir)`, fsync, rename.
+
+    An `OSError` removes the temporary folder and becomes a `WriteError` naming the file (or folder).
+    """
     final = Path(run_dir) / "checkpoints" / f"step_{step:08d}"
     with atomic_dir(final, TMP_PREFIX) as tmp:
         write(tmp)
@@ -120,12 +141,12 @@ def save_checkpoint(
     """Write the model (and, for resuming, optimizer and RNG states) as `checkpoints/step_{step}`."""
 
     def write(folder: Path) -> None:
-        save_model(model, str(folder / "model.safetensors"))
+        save_safetensors(save_model, model, folder / "model.safetensors")
         payload = dict(state)
         if optimizer is not None:
             tensors, groups = _optimizer_tensors(optimizer)
             tensors.update({f"rng.{k}": v.cpu().contiguous() for k, v in (rng or {}).items()})
-            save_file(tensors, str(folder / "trainer.safetensors"))
+            save_safetensors(save_file, tensors, folder / "trainer.safetensors")
             payload["param_groups"] = groups
         (folder / "state.json").write_text(json.dumps(payload, indent=1), encoding="utf-8")
 
@@ -136,7 +157,7 @@ def save_weights(run_dir: str | Path, step: int, weights: dict[str, torch.Tensor
     """Write a checkpoint folder holding just weights (e.g. an average) and state.json."""
 
     def write(folder: Path) -> None:
-        save_file({k: v.contiguous() for k, v in weights.items()}, str(folder / "model.safetensors"))
+        save_safetensors(save_file, {k: v.contiguous() for k, v in weights.items()}, folder / "model.safetensors")
         (folder / "state.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
 
     return _write_checkpoint_dir(run_dir, step, write)

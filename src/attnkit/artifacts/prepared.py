@@ -21,6 +21,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from attnkit.artifacts.checkpoint import save_safetensors
 from attnkit.errors import DataError
 from attnkit.io import atomic_dir
 
@@ -61,7 +62,7 @@ def save_sequences(path: Path, sequences: dict[str, Sequence[Sequence[int]]]) ->
     for name, rows in sequences.items():
         tensors[f"{name}.lengths"] = torch.tensor([len(r) for r in rows], dtype=torch.int32)
         tensors[f"{name}.ids"] = torch.tensor([i for r in rows for i in r], dtype=torch.int32)
-    save_file(tensors, str(path))
+    save_safetensors(save_file, tensors, path)
 
 
 def load_sequences(path: Path) -> dict[str, list[list[int]]]:

@@ -28,22 +28,35 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_command(args: argparse.Namespace, resume: bool) -> str:
+    """The `attnkit train` command line of `args`, with `--resume` or without."""
+    sets = "".join(f" --set {s}" for s in args.set)
+    data = f" --data {args.data}" if args.data else ""
+    return f"attnkit train {args.config} --out {args.out}{sets}{data}" + (" --resume" if resume else "")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    from attnkit.artifacts.checkpoint import checkpoint_dirs
+    from attnkit.errors import WriteError
     from attnkit.families import load_config
     from attnkit.progress import TrainProgress
     from attnkit.train.distributed import world_from_env
     from attnkit.train.loop import train
 
     run = load_config(config_path(args.config), args.set)
-    with TrainProgress(run.train) as progress:
-        state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event)
+    try:
+        with TrainProgress(run.train) as progress:
+            state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event)
+    except WriteError as e:  # a full or read-only disk: the last checkpoint is intact, say how to go on
+        resume = bool(checkpoint_dirs(args.out))
+        how = "resume with" if resume else "start again with"
+        raise WriteError(f"{e}; once space is freed (or the disk is writable), {how}: {_train_command(args, resume)}") from None
     if not world_from_env().is_main:  # under torchrun, rank 0 reports
         return 0
     best = f", best {run.train.early_stopping} {abs(state.best):.4g}" if state.best is not None else ""
     if state.interrupted:
-        sets = "".join(f" --set {s}" for s in args.set)
         print(f"stopped by {state.interrupted} at step {state.step}; checkpoint saved in {args.out}. "
-              f"Resume with: attnkit train {args.config} --out {args.out}{sets} --resume")  # fmt: skip
+              f"Resume with: {_train_command(args, resume=True)}")  # fmt: skip
         return 0
     print(f"trained {state.step} steps in {state.elapsed / 60:.1f} min{best}; run folder: {args.out}")
     return 0

@@ -4,8 +4,9 @@ Routes: each family's pages and `POST` endpoints (`attnkit.families.protocol.Api
 translation `/` and `POST /v1/translate`, for classification `/classify` and `POST /v1/classify`),
 `/static/*` (plain-JS assets), `GET /v1/models`, `GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` thread. Bad requests answer one clear `detail` line:
-413 for too many or too long texts (or a body too large for them), 422 for an empty or malformed
-body, 404 for an unknown model, 500 for a model error (the server keeps serving).
+413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
+`serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a
+model error (the server keeps serving).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from attnkit.families import FAMILIES, load_run
 from attnkit.families.protocol import Endpoint
 from attnkit.serve import schemas
 from attnkit.serve.batcher import DynamicBatcher
+from attnkit.serve.body_limit import BodyLimit
 from attnkit.viz.report import template
 
 log = logging.getLogger("attnkit")
@@ -47,7 +49,7 @@ class Limits:
     @property
     def max_body(self) -> int:
         """Bytes a request body may have: the most texts at their longest (6 bytes a character, a
-        JSON \\uXXXX escape) and room for the other fields; larger bodies are refused unread."""
+        JSON \\uXXXX escape) and room for the other fields; larger bodies are refused before parsing."""
         return self.max_texts * (6 * self.max_chars + 8) + 4096
 
 
@@ -155,12 +157,7 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
 def _add_shared_routes(app: FastAPI, served: dict[str, ServedModel], assets: dict[str, str], limits: Limits) -> None:
     """The body cap, the one-line validation errors, /static, /healthz and /v1/models."""
 
-    @app.middleware("http")
-    async def cap_body(request: Request, call_next):
-        size = int(request.headers.get("content-length") or 0)
-        if size > limits.max_body:
-            return JSONResponse({"detail": f"request body of {size} bytes, at most {limits.max_body}"}, status_code=413)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, max_body=limits.max_body)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:

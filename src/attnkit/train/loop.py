@@ -9,11 +9,13 @@ the position in the epoch, so a resumed run equals an uninterrupted one.
 Model families differ only in their `Task` (`attnkit.families.protocol`), which the run's family
 (`attnkit.families.family_of(run.model.kind)`) prepares. Under torchrun the same function trains one
 data-parallel rank (`train/distributed.py`): its shard of the batches, gradients all-reduced, files
-written and validation run by rank 0 only.
+written and validation run by rank 0 only. Rank 0 holds the run folder's lock (`artifacts/lock.py`)
+for the whole job, so a second run into the same folder is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -36,6 +38,7 @@ from attnkit.artifacts.checkpoint import (
     remove_leftovers,
     save_checkpoint,
 )  # fmt: skip
+from attnkit.artifacts.lock import locked
 from attnkit.artifacts.runs import read_run, write_run
 from attnkit.config.schema import RunBase as Run
 from attnkit.data.batching import TokenBatcher
@@ -238,12 +241,17 @@ def train(
 ) -> TrainState:
     """Train `run` into `run_dir`; `on_event(kind, state, info)` reports "step" and "valid" events.
 
-    Launched by torchrun, each process trains one rank; only rank 0 reports events.
+    Launched by torchrun, each process trains one rank; only rank 0 reports events. Rank 0 locks
+    `run_dir` before anything else (a run folder that another process holds is refused); the other
+    ranks of its job wait for it at the first barrier and write nothing.
     """
     limit_primitive_cache()
     device = pick_device(run.train.device)
+    run_dir = Path(run_dir)
     with distributed.process_group(device) as world:
-        return _train(run, Path(run_dir), world, world.device(device), resume, data_dir, on_event)
+        owner = locked(run_dir, create=not resume) if world.is_main else contextlib.nullcontext()
+        with owner:
+            return _train(run, run_dir, world, world.device(device), resume, data_dir, on_event)
 
 
 def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.device, resume: bool, data_dir: str | None,

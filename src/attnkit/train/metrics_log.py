@@ -6,7 +6,7 @@ import json
 import logging
 from pathlib import Path
 
-from attnkit.io import atomic_write_text
+from attnkit.io import append_text, atomic_write_text
 
 log = logging.getLogger("attnkit")
 
@@ -43,11 +43,12 @@ class MetricsLog:
         atomic_write_text(self.path, "".join(kept))
 
     def write(self, record: dict) -> None:
-        """`record` has `kind` ("train" or "valid") and `step`; other numeric fields are scalars."""
+        """`record` has `kind` ("train" or "valid") and `step`; other numeric fields are scalars.
+
+        A record is appended whole or not at all (a full disk is a `WriteError`, the file unchanged)."""
         if not self.enabled:
             return
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
+        append_text(self.path, json.dumps(record) + "\n")
         if self.writer is not None:
             for key, value in record.items():
                 if key not in ("kind", "step") and isinstance(value, (int, float)):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.families.sentence.infer import ClassifyResult
-from attnkit.io import atomic_write_text
+from attnkit.io import atomic_path, atomic_write_text
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 70em; }
@@ -60,7 +60,7 @@ def write_html(path: str | Path, results: Sequence[ClassifyResult], title: str =
 
 
 def write_png(path: str | Path, results: Sequence[ClassifyResult]) -> None:
-    """One panel per sentence: the hop sum (normalized to 1) and each hop, over the words."""
+    """One panel per sentence: the hop sum (normalized to 1) and each hop, over the words (written atomically)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -81,5 +81,6 @@ def write_png(path: str | Path, results: Sequence[ClassifyResult]) -> None:
         ax.axhline(0.5, color="black", linewidth=0.8)
         ax.set_title(f"{r.label} ({r.probs[r.label]:.2f})", fontsize=9, loc="left")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
     plt.close(fig)

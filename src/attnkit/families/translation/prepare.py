@@ -25,6 +25,7 @@ from attnkit.data.tokenizers import (
 )
 from attnkit.data.vocab import Vocabulary
 from attnkit.errors import DataError
+from attnkit.io import atomic_write_text
 
 logger = logging.getLogger("attnkit")
 
@@ -177,7 +178,7 @@ def _tokenizers(
     with tempfile.TemporaryDirectory() as tmp:
         files = [Path(tmp) / "train.src", Path(tmp) / "train.tgt"]
         for path, texts in zip(files, sides):
-            path.write_text("".join(f"{t}\n" for t in texts), encoding="utf-8")
+            atomic_write_text(path, "".join(f"{t}\n" for t in texts))  # a full disk is one line
         groups = [files] if joint else [[files[0]], [files[1]]]
         settings = dict(model_type=kind, vocab_size=vocab_size, cache_dir=cache_dir, seed=seed)
         models = [train_sentencepiece(group, **settings) for group in groups]

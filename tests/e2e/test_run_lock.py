@@ -1,0 +1,71 @@
+"""One owner per run folder, through real `attnkit train` processes: a second run into a folder that
+is being trained is refused with one line naming the folder and the first run's pid (and the first
+run finishes unharmed); a run killed with SIGKILL holds nothing, so `--resume` works at once."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from test_faults import CONFIG, _assert_last_checkpoint_loads, _lines
+
+STEPS = 60
+
+
+def _train(config: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "attnkit", "train", str(config), "--out", str(out), "--set", f"train.max_steps={STEPS}", *extra]
+
+
+def _start_training(config: Path, out: Path, *extra: str) -> subprocess.Popen:
+    """Start a run and return once it has logged an update (it holds the folder by then)."""
+    proc = subprocess.Popen(_train(config, out, *extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while _lines(out / "metrics.jsonl") == 0:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "no update in 60 s"
+        time.sleep(0.02)
+    return proc
+
+
+def _errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip() and "%|" not in line]
+
+
+def test_a_second_train_into_a_running_folder_is_refused(tmp_path: Path) -> None:
+    config, out = tmp_path / "toy.yaml", tmp_path / "run"
+    config.write_text(CONFIG)
+    first = _start_training(config, out)
+    first.send_signal(signal.SIGSTOP)  # paused, so it is certainly still running while the second tries
+    try:
+        for extra in ((), ("--resume",)):
+            second = subprocess.run(_train(config, out, *extra), capture_output=True, text=True, timeout=120)
+            lines = _errors(second.stderr)
+            assert second.returncode == 2 and len(lines) == 1, second.stderr
+            assert lines[0].startswith(f"attnkit: error: {out}: in use by pid {first.pid} on host "), lines[0]
+            assert "Traceback" not in second.stderr
+    finally:
+        first.send_signal(signal.SIGCONT)
+    _, stderr = first.communicate(timeout=120)
+    assert first.returncode == 0, stderr
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines() if '"train"' in line]
+    assert steps == list(range(1, STEPS + 1))  # every update logged once, by the first run alone
+    _assert_last_checkpoint_loads(out)
+
+
+def test_a_sigkilled_run_resumes_at_once(tmp_path: Path) -> None:
+    config, out = tmp_path / "toy.yaml", tmp_path / "run"
+    config.write_text(CONFIG)
+    first = _start_training(config, out, "--set", "train.eval_every=2")
+    while not list((out / "checkpoints").glob("step_*")):  # killed after its first checkpoint
+        assert first.poll() is None, first.stderr.read()
+        time.sleep(0.02)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    first.stderr.close()
+    resumed = subprocess.run(_train(config, out, "--resume"), capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"trained {STEPS} steps" in resumed.stdout
+    _assert_last_checkpoint_loads(out)
