@@ -1,0 +1,195 @@
+"""Caption files for the captioner, checked against the images they describe.
+
+Formats (plain or ``.gz``, UTF-8, by suffix before ``.gz``):
+
+- Flickr8k token file (``.txt``/``.token``; Hodosh et al., 2013): ``IMAGE_ID#K<TAB>caption``, K a
+  caption number (0-4 in Flickr8k), no header, e.g. shared/data/flickr8k/captions_dev.txt.gz.
+- ``.tsv``: a header row naming the columns, then rows split on tabs (no quoting).
+- ``.jsonl``: one object a line; the caption field is a string or a list of strings.
+
+Several captions of one image may be on several lines (in any order) or in one JSON list. Every
+error is one `DataError` naming the file and line: an empty file, a malformed line, an empty or
+repeated caption number, a caption for an image the folder/zip lacks, and (naming the folder/zip)
+an image without a caption.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnkit.errors import DataError
+from attnkit.families.caption.images import ImageSource
+
+_TOKEN_KEY = re.compile(r"^(?P<image>.+)#(?P<k>\d+)$")
+
+
+@dataclass(frozen=True)
+class CaptionedImage:
+    """One image's name (in its folder or zip), its captions in file order, and its first line."""
+
+    image: str
+    captions: tuple[str, ...]
+    line: int
+
+
+def read_captions(path: str | Path, *, image_column: str = "image", caption_column: str = "caption") -> list[CaptionedImage]:
+    """Read a caption file, grouping captions by image (images in order of first appearance).
+
+    Args:
+        path: a Flickr8k token file (``.txt``/``.token``), ``.tsv`` or ``.jsonl``, optionally ``.gz``.
+        image_column: TSV column / JSON field of the image name.
+        caption_column: TSV column / JSON field of the caption(s).
+
+    Returns:
+        One `CaptionedImage` per image.
+
+    Raises:
+        DataError: unreadable file, invalid UTF-8 or JSON, a malformed line, a missing column, an
+            empty caption, a repeated ``#K``, or no captions at all.
+    """
+    path = Path(path)
+    kind = path.name.removesuffix(".gz").rsplit(".", 1)[-1].lower()
+    if kind in ("txt", "token"):
+        records = _token_records(path)
+    elif kind == "tsv":
+        records = _tsv_records(path, image_column, caption_column)
+    elif kind == "jsonl":
+        records = _jsonl_records(path, image_column, caption_column)
+    else:
+        raise DataError(f"{path}: unknown caption format (expected .txt/.token, .tsv or .jsonl, optionally .gz)")
+    grouped: dict[str, tuple[int, list[str]]] = {}
+    for number, image, caption in records:
+        grouped.setdefault(image, (number, []))[1].append(caption)
+    if not grouped:
+        raise DataError(f"{path}: empty caption file (no captions)")
+    return [CaptionedImage(image, tuple(captions), line) for image, (line, captions) in grouped.items()]
+
+
+def check_images(captioned: list[CaptionedImage], captions_path: str | Path, images: ImageSource) -> None:
+    """Check that captions and images match one to one.
+
+    Raises:
+        DataError: the first caption whose image ``images`` lacks (naming the caption file and
+            line), else the first image with no caption (naming the folder or zip).
+    """
+    names = images.names()
+    available = set(names)
+    for item in captioned:
+        if item.image not in available:
+            example = f" (it has e.g. {names[0]!r})" if names else " (it has no images)"
+            raise DataError(f"{captions_path}, line {item.line}: image {item.image!r} is not in {images.path}{example}")
+    described = {item.image for item in captioned}
+    for name in names:
+        if name not in described:
+            raise DataError(f"{images.path}: image {name!r} has no caption in {captions_path}")
+
+
+def read_captioned_images(
+    captions_path: str | Path, images_path: str | Path, *, image_column: str = "image", caption_column: str = "caption"
+) -> tuple[list[CaptionedImage], ImageSource]:
+    """`read_captions` + `check_images`: the captions and the folder/zip they describe."""
+    captioned = read_captions(captions_path, image_column=image_column, caption_column=caption_column)
+    images = ImageSource(images_path)
+    check_images(captioned, captions_path, images)
+    return captioned, images
+
+
+def _token_records(path: Path) -> Iterator[tuple[int, str, str]]:
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in _text_lines(path):
+        if not line.strip():
+            continue
+        key, tab, caption = line.partition("\t")
+        match = _TOKEN_KEY.match(key.strip())
+        if not tab or match is None:
+            raise DataError(f"{path}, line {number}: expected IMAGE_ID#K<TAB>caption, got {line[:60]!r}")
+        image, k = match.group("image"), match.group("k")
+        if (image, k) in seen:
+            raise DataError(f"{path}, line {number}: caption #{k} of {image!r} repeats line {seen[image, k]}")
+        seen[image, k] = number
+        yield number, image, _caption(caption, path, number)
+
+
+def _tsv_records(path: Path, image_column: str, caption_column: str) -> Iterator[tuple[int, str, str]]:
+    lines = _text_lines(path)
+    first = next(lines, None)
+    if first is None:
+        return
+    number, header_line = first
+    if not header_line.strip():
+        raise DataError(f"{path}, line {number}: expected a header row naming the columns")
+    header = [name.strip() for name in header_line.split("\t")]
+    for column in (image_column, caption_column):
+        if column not in header:
+            raise DataError(f"{path}, line {number}: no column {column!r} in the header ({', '.join(header)})")
+    image_at, caption_at = header.index(image_column), header.index(caption_column)
+    for number, line in lines:
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise DataError(f"{path}, line {number}: {len(fields)} fields, the header has {len(header)}")
+        yield number, _image(fields[image_at], path, number), _caption(fields[caption_at], path, number)
+
+
+def _jsonl_records(path: Path, image_column: str, caption_column: str) -> Iterator[tuple[int, str, str]]:
+    for number, line in _text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}, line {number}: invalid JSON ({err.msg} at column {err.colno})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+        for column in (image_column, caption_column):
+            if column not in row:
+                raise DataError(f"{path}, line {number}: no field {column!r}")
+        image, value = row[image_column], row[caption_column]
+        if not isinstance(image, str):
+            raise DataError(f"{path}, line {number}: {image_column!r} must be a string, got {json.dumps(image)}")
+        captions = value if isinstance(value, list) else [value]
+        if not captions or not all(isinstance(c, str) for c in captions):
+            raise DataError(f"{path}, line {number}: {caption_column!r} must be a string or a non-empty list of strings")
+        for caption in captions:
+            yield number, _image(image, path, number), _caption(caption, path, number)
+
+
+def _image(value: str, path: Path, number: int) -> str:
+    if not value.strip():
+        raise DataError(f"{path}, line {number}: empty image name")
+    return value.strip()
+
+
+def _caption(value: str, path: Path, number: int) -> str:
+    if not value.strip():
+        raise DataError(f"{path}, line {number}: empty caption")
+    return value.strip()
+
+
+def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text without line end)`` of a plain or ``.gz`` UTF-8 file (BOM dropped)."""
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8) :]
+                try:
+                    yield number, raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as err:
+                    raise DataError(f"{path}, line {number}: invalid UTF-8 (byte 0x{err.object[err.start]:02x})") from None
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, expected a caption file") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+        raise DataError(f"{path}: not a valid gzip file ({err})") from None
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
