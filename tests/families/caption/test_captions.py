@@ -115,9 +115,7 @@ def test_captions_match_a_zip(tmp_path, image_zip):
 def test_caption_for_a_missing_image_names_the_line(tmp_path, image_zip):
     captions = tmp_path / "captions.txt"
     captions.write_text(TOKENS + "1000268201_693b08cb0e.jpg#0\tA child in a pink dress .\n")
-    with pytest.raises(
-        DataError, match=r"captions\.txt, line 5: image '1000268201_693b08cb0e\.jpg' is not in .*images\.zip \(it has e\.g\."
-    ):
+    with pytest.raises(DataError, match=r"captions\.txt, line 5: image '1000268201_693b08cb0e\.jpg' is not in .*images\.zip \(it has e\.g\."):
         read_captioned_images(captions, image_zip)
 
 

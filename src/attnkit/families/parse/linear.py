@@ -159,10 +159,7 @@ class LinearState:
         """The symbols of `vocabulary` that may come next (with `words`, a leaf only if the next
         word is in `vocabulary`)."""
         opens, close, leaf = self._may_open(), self.closer(), self.next_leaf()
-        return [
-            s for s in vocabulary
-            if (s == EOS and self.done and not self.finished) or s == close or s == leaf or (opens and is_open(s))
-        ]
+        return [s for s in vocabulary if (s == EOS and self.done and not self.finished) or s == close or s == leaf or (opens and is_open(s))]
 
     def closer(self) -> str | None:
         """The one close symbol allowed next, or None."""
@@ -202,9 +199,7 @@ class LinearState:
         return replace(self, length=n, covered=self.covered + 1, filled=filled)
 
 
-def delinearise(
-    symbols: Sequence[str], words: Sequence[str], tags: Sequence[str] | None = None, *, keep_words: bool = False
-) -> Tree:
+def delinearise(symbols: Sequence[str], words: Sequence[str], tags: Sequence[str] | None = None, *, keep_words: bool = False) -> Tree:
     """The tree of a valid target sequence over `words` (a final `EOS` is optional).
 
     Args:

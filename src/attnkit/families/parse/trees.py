@@ -107,10 +107,7 @@ def _split_trees(text: str, source: str) -> Iterator[tuple[int, list[tuple[str, 
                 yield tokens[0][1], tokens
                 tokens = []
     if depth:
-        raise DataError(
-            f"{source}, tree {number + 1} (line {tokens[0][1]}): unbalanced brackets "
-            f"({depth} still open at the end of the text)"
-        )
+        raise DataError(f"{source}, tree {number + 1} (line {tokens[0][1]}): unbalanced brackets ({depth} still open at the end of the text)")
 
 
 def _build(tokens: list[tuple[str, int]], where: str) -> Tree:
@@ -258,10 +255,7 @@ def _clean(tree: Tree) -> Tree | None:
 
 def preprocess_treebank(files: Mapping[str, list[Tree]]) -> dict[str, list[Tree]]:
     """`preprocess` every tree of `read_treebank`'s result (errors name file and tree)."""
-    return {
-        name: [preprocess(tree, f"{name}, tree {i}") for i, tree in enumerate(trees, start=1)]
-        for name, trees in files.items()
-    }
+    return {name: [preprocess(tree, f"{name}, tree {i}") for i, tree in enumerate(trees, start=1)] for name, trees in files.items()}
 
 
 def file_number(name: str) -> int:
@@ -297,9 +291,7 @@ def split_wsj(files: Mapping[str, list[Tree]]) -> dict[str, list[Tree]]:
     return _split(files, lambda n: sections.get(n // 100, ""), "sections 00-24")
 
 
-def _split(
-    files: Mapping[str, list[Tree]], part_of: Callable[[int], str | None], expected: str
-) -> dict[str, list[Tree]]:
+def _split(files: Mapping[str, list[Tree]], part_of: Callable[[int], str | None], expected: str) -> dict[str, list[Tree]]:
     """Group the files' trees by ``part_of(file number)``: None is an error, "" leaves it out."""
     out: dict[str, list[Tree]] = {"train": [], "dev": [], "test": []}
     for name in sorted(files, key=file_number):
