@@ -10,6 +10,7 @@ import json
 import torch
 import torch.nn.functional as F
 
+from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.models.losses import label_smoothed_nll
@@ -27,7 +28,7 @@ def main() -> None:
     out: dict = {"check": "cuda", "device": torch.cuda.get_device_name(0), "torch": torch.__version__}
     with torch.inference_mode():
         cpu_logits = model(src, src_keep, tgt_in)
-        cpu_beam = beam_search(model, src, src_keep, beam=4, max_len_b=10)
+        cpu_beam = beam_search(model, src, src_keep, beam=4, max_len_b=10, bos=BOS, eos=EOS)
     gpu = model.cuda()
     s, k, t = src.cuda(), src_keep.cuda(), tgt_in.cuda()
     with torch.inference_mode():
@@ -40,10 +41,10 @@ def main() -> None:
             logits, state, _ = gpu.step(t[:, i : i + 1], state)
             worst = max(worst, (F.log_softmax(logits.float(), -1) - full[:, i]).abs().max().item())
         out["cached_vs_full_max_abs_diff"] = worst
-        gpu_beam = beam_search(gpu, s, k, beam=4, max_len_b=10)
+        gpu_beam = beam_search(gpu, s, k, beam=4, max_len_b=10, bos=BOS, eos=EOS)
         out["beam_tokens_equal_cpu_cuda"] = sum(a[0].tokens == b[0].tokens for a, b in zip(cpu_beam, gpu_beam)) / len(cpu_beam)
-        g1 = greedy(gpu, s, k, max_len_b=10)
-        b1 = beam_search(gpu, s, k, beam=1, max_len_b=10)
+        g1 = greedy(gpu, s, k, max_len_b=10, bos=BOS, eos=EOS)
+        b1 = beam_search(gpu, s, k, beam=1, max_len_b=10, bos=BOS, eos=EOS)
         out["beam1_equals_greedy"] = all(a.tokens == b[0].tokens for a, b in zip(g1, b1))
     gpu.train()
     for precision, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):

@@ -34,7 +34,7 @@ import math
 
 import pytest
 import torch
-from decode_toys import EOS, SCRIPT_7, A, B, C, ScriptedDecoder, scripted_src
+from decode_toys import BOS, EOS, SCRIPT_7, A, B, C, ScriptedDecoder, scripted_src
 
 from attnkit.decode.beam import beam_search, first_non_eos, top_candidates
 from attnkit.decode.hypothesis import length_penalty
@@ -52,7 +52,7 @@ def approx(x: float) -> object:
 
 def search(**kw: object) -> list:
     src, keep = scripted_src(7, length=3, pad_to=5)
-    return beam_search(ScriptedDecoder({7: SCRIPT_7}), src, keep, **kw)[0]
+    return beam_search(ScriptedDecoder({7: SCRIPT_7}), src, keep, **kw, bos=BOS, eos=EOS)[0]
 
 
 def test_length_penalty_is_gnmt_eq_14() -> None:
@@ -141,10 +141,10 @@ def test_sentences_leave_the_batch_without_changing_the_others() -> None:
     model = ScriptedDecoder({7: SCRIPT_7})
     src7, keep7 = scripted_src(7, length=3, pad_to=6)
     src8, keep8 = scripted_src(8, length=6, pad_to=6)
-    batch = beam_search(model, torch.cat([src8, src7]), torch.cat([keep8, keep7]), beam=2, alpha=0.0, nbest=2)
+    batch = beam_search(model, torch.cat([src8, src7]), torch.cat([keep8, keep7]), beam=2, alpha=0.0, nbest=2, bos=BOS, eos=EOS)
     assert [[h.tokens for h in nbest] for nbest in batch] == [[[], [A]], [[A], [B, A]]]
     assert [h.log_prob for h in batch[0]] == [approx(math.log(0.5)), approx(math.log(0.1))]
-    alone7 = beam_search(model, src7, keep7, beam=2, alpha=0.0, nbest=2)[0]
+    alone7 = beam_search(model, src7, keep7, beam=2, alpha=0.0, nbest=2, bos=BOS, eos=EOS)[0]
     assert [(h.tokens, h.log_prob) for h in alone7] == [(h.tokens, h.log_prob) for h in batch[1]]
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from attnkit.data.vocab import BOS, EOS, PAD
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.families.translation.forcing import teacher_forcing_ratio
 from attnkit.models.rnn import RNNSeq2Seq
 
-PAD, BOS, EOS = 0, 2, 3
 VARIANTS = {
     "none": dict(attention="none"),
     "context": dict(attention="context"),
@@ -67,8 +67,8 @@ def test_source_padding_changes_nothing(variant: str) -> None:
 def test_beam_one_equals_greedy(variant: str) -> None:
     model = tiny(**VARIANTS[variant])
     src, keep, _ = batch(seed=3)
-    g = greedy(model, src, keep, max_len_b=6)
-    b = beam_search(model, src, keep, beam=1, alpha=0.0, max_len_b=6)
+    g = greedy(model, src, keep, max_len_b=6, bos=BOS, eos=EOS)
+    b = beam_search(model, src, keep, beam=1, alpha=0.0, max_len_b=6, bos=BOS, eos=EOS)
     assert [h.tokens for h in g] == [nbest[0].tokens for nbest in b]
     assert [h.log_prob for h in g] == pytest.approx([nbest[0].log_prob for nbest in b], abs=1e-5)
 

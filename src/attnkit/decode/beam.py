@@ -47,8 +47,8 @@ def beam_search(
     nbest: int = 1,
     max_len_a: float = 1.0,
     max_len_b: float = 50,
-    bos: int = 2,
-    eos: int = 3,
+    bos: int,
+    eos: int,
     return_attention: bool = False,
 ) -> list[list[Hypothesis]]:
     """Decode a batch with beam search.

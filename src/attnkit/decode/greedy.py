@@ -27,8 +27,8 @@ def greedy(
     *,
     max_len_a: float = 1.0,
     max_len_b: float = 50,
-    bos: int = 2,
-    eos: int = 3,
+    bos: int,
+    eos: int,
     return_attention: bool = False,
 ) -> list[Hypothesis]:
     """Decode a batch greedily.

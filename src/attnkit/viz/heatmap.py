@@ -1,20 +1,30 @@
-"""Attention heatmaps as PNG files (matplotlib, no display needed)."""
+"""Attention heatmaps as PNG files (matplotlib, no display needed).
+
+matplotlib is imported when the first heatmap is drawn: it takes about a second, which every
+command that never plots (train, translate, serve) would otherwise pay at start-up.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+from attnkit.io import atomic_path
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-from attnkit.io import atomic_path  # noqa: E402
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def plot_attention(weights, src: list[str], tgt: list[str], path: str | Path, title: str = "",
                    xlabel: str = "source", ylabel: str = "target") -> Path:  # fmt: skip
     """Write a (T x S) heatmap with target tokens (queries) as rows and source tokens (keys) as columns."""
+    plt = pyplot()
     rows = weights.tolist() if hasattr(weights, "tolist") else weights
     width = max(4.0, 0.32 * len(src) + 2.0)
     height = max(3.0, 0.32 * len(tgt) + 1.5)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from attnkit.families.sentence.infer import ClassifyResult
 from attnkit.io import atomic_path, atomic_write_text
+from attnkit.viz.heatmap import pyplot
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 70em; }
@@ -61,11 +62,9 @@ def write_html(path: str | Path, results: Sequence[ClassifyResult], title: str =
 
 def write_png(path: str | Path, results: Sequence[ClassifyResult]) -> None:
     """One panel per sentence: the hop sum (normalized to 1) and each hop, over the words (written atomically)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+
+    plt = pyplot()
 
     heights = [1 + len(r.attention) for r in results]
     width = max(4.0, 0.45 * max(len(r.tokens) for r in results) + 1.5)

@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
+from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.decode.hypothesis import Hypothesis
@@ -90,11 +91,11 @@ def search_ids(
         batch = collate(examples, index).to(device)
         if decode.beam == 1:
             nbests = [[h] for h in greedy(model, batch.src, batch.src_keep, max_len_a=decode.max_len_a,
-                                          max_len_b=decode.max_len_b, return_attention=return_attention)]  # fmt: skip
+                                          max_len_b=decode.max_len_b, return_attention=return_attention, bos=BOS, eos=EOS)]  # fmt: skip
         else:
             nbests = beam_search(model, batch.src, batch.src_keep, beam=decode.beam, alpha=decode.alpha,
                                  nbest=decode.nbest, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b,
-                                 return_attention=return_attention)  # fmt: skip
+                                 return_attention=return_attention, bos=BOS, eos=EOS)  # fmt: skip
         for i, hyps in zip(index, nbests):
             results[i] = hyps
         if progress is not None:
