@@ -50,31 +50,42 @@ def write_run(run_dir: str | Path, run: RunBase, info: dict[str, Any]) -> None:
     atomic_write_text(run_dir / "run.json", json.dumps({**versions, **info}, ensure_ascii=False))
 
 
-def model_kind(run_dir: str | Path) -> str:
-    """The `model.kind` of a run folder's config.yaml (what picks its family)."""
+def config_tree(run_dir: str | Path) -> dict[str, Any]:
+    """The raw YAML tree of a run folder's config.yaml (what picks its family)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise CheckpointError(f"{run_dir}: no such run folder")
     try:
-        tree = read_yaml(run_dir / "config.yaml")
+        return read_yaml(run_dir / "config.yaml")
     except ConfigError as e:
         raise CheckpointError(str(e)) from None
+
+
+def describe(tree: dict[str, Any]) -> str:
+    """How errors name a config's model: its `task` if it has one, else its `model.kind`."""
     model = tree.get("model")
-    kind = model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else None
-    if not isinstance(kind, str):
-        raise CheckpointError(f"{run_dir / 'config.yaml'}: model.kind is missing")
-    return kind
+    kind = model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else DEFAULT_MODEL_KIND
+    return f"{tree['task']} ({kind})" if tree.get("task") else str(kind)
+
+
+def belongs(tree: dict[str, Any], family: Any) -> bool:
+    """Whether a config is one of `family`'s: it names the family as `task`, or (without a task) a
+    `model.kind` the family builds."""
+    if tree.get("task"):
+        return tree["task"] == family.name
+    model = tree.get("model")
+    return (model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else DEFAULT_MODEL_KIND) in family.kinds
 
 
 def read_run(run_dir: str | Path, family: Any) -> tuple[Any, Any]:
     """Read and validate config.yaml and run.json of a run folder of `family`: (run, vocabs)."""
     run_dir = Path(run_dir)
-    kind = model_kind(run_dir)
-    if kind not in family.kinds:
-        raise CheckpointError(f"{run_dir}: a {kind} model; this command needs a {family.name} run ({', '.join(family.kinds)})")
+    tree = config_tree(run_dir)
+    if not belongs(tree, family):
+        raise CheckpointError(f"{run_dir}: a {describe(tree)} model; this command needs a {family.name} run")
     config = run_dir / "config.yaml"
     try:
-        run = validate(read_yaml(config), str(config), family.run_schema)
+        run = validate(tree, str(config), family.run_schema)
     except ConfigError as e:
         raise CheckpointError(str(e)) from None
     path = run_dir / "run.json"

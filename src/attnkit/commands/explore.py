@@ -11,10 +11,10 @@ from attnkit.errors import AttnkitError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from attnkit.artifacts.runs import load_run, model_kind
-    from attnkit.families import family_of
+    from attnkit.artifacts.runs import load_run
+    from attnkit.families import run_family
 
-    family = family_of(model_kind(args.run))
+    family = run_family(args.run)
 
     def load():  # once the family has checked its own options: refuse the other families' ones
         own = set(args.evaluate_options[family.name])

@@ -124,6 +124,7 @@ class RunBase(Strict):
     """
 
     METRICS: ClassVar[tuple[str, ...]] = ()
+    task: str | None = None  # names the family when `model.kind` alone does not (attnkit.families.family_for)
     data: Any
     model: Any
     train: Train

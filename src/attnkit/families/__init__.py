@@ -31,21 +31,30 @@ KINDS: dict[str, Family] = {kind: family for family in FAMILIES.values() for kin
 
 
 def family_of(kind: str) -> Family:
-    """The family that builds models of `kind` (KeyError if none)."""
+    """The family that builds models of `kind` when a config names no `task` (KeyError if none)."""
+    return KINDS[kind]
+
+
+def family_for(tree: dict[str, Any], source: str) -> Family:
+    """The family of a config tree: the one its `task` names, else the one of its `model.kind`."""
+    task = tree.get("task")
+    if task is not None:
+        if task not in FAMILIES:
+            raise ConfigError(f"{source}: task: unknown task {task!r} (known: {', '.join(FAMILIES)})")
+        return FAMILIES[task]
+    model = tree.get("model")
+    kind = model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else DEFAULT_MODEL_KIND
+    if kind not in KINDS:
+        raise ConfigError(f"{source}: model.kind: unknown model kind {kind!r} (known: {', '.join(repr(k) for k in KINDS)})")
     return KINDS[kind]
 
 
 def validate_run(tree: dict[str, Any], source: str) -> RunBase:
-    """Validate a config tree as a run of the family its `model.kind` names (default: the Transformer)."""
+    """Validate a config tree as a run of its family (`family_for`; default: the Transformer)."""
     model = tree.get("model")
     if isinstance(model, dict):
-        kind = model.setdefault("kind", DEFAULT_MODEL_KIND)
-        if kind not in KINDS:
-            known = ", ".join(repr(k) for k in KINDS)
-            raise ConfigError(f"{source}: model.kind: unknown model kind {kind!r} (known: {known})")
-    else:
-        kind = DEFAULT_MODEL_KIND
-    return validate(tree, source, KINDS[kind].run_schema)
+        model.setdefault("kind", DEFAULT_MODEL_KIND)
+    return validate(tree, source, family_for(tree, source).run_schema)
 
 
 def load_config(path: str | Path, overrides: Iterable[str] = ()) -> RunBase:
@@ -53,9 +62,14 @@ def load_config(path: str | Path, overrides: Iterable[str] = ()) -> RunBase:
     return validate_run(*read_config(path, overrides))
 
 
+def run_family(run_dir: str | Path) -> Family:
+    """The family of a run folder."""
+    try:
+        return family_for(runs.config_tree(run_dir), f"{run_dir}/config.yaml")
+    except ConfigError as e:
+        raise CheckpointError(str(e)) from None
+
+
 def load_run(run_dir: str | Path, which: str = "best", device: str | torch.device = "cpu", dtype: torch.dtype | None = None) -> runs.LoadedRun:
     """Load a run folder of any family (see `attnkit.artifacts.runs.load_run`)."""
-    kind = runs.model_kind(run_dir)
-    if kind not in KINDS:
-        raise CheckpointError(f"{run_dir}: model kind {kind!r} is not one this attnkit knows ({', '.join(KINDS)})")
-    return runs.load_run(run_dir, KINDS[kind], which, device, dtype)
+    return runs.load_run(run_dir, run_family(run_dir), which, device, dtype)

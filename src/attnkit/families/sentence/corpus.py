@@ -31,6 +31,16 @@ def classify_dir(data: ClassifyData, override: str | None = None) -> Path:
     raise DataError(f"{CLASSIFY_FILES[data.corpus]} not found in {', '.join(map(str, candidates))} (pass --data DIR or set data.dir)")
 
 
+def classify_files(data: ClassifyData, data_dir: str | None = None) -> list[Path]:
+    """The files `classify_splits` reads (their bytes key the prepared data)."""
+    if data.corpus == "sst":
+        folder = classify_dir(data, data_dir)
+        return [folder / "trees_train.txt.gz", folder / "trees_dev.txt.gz"]
+    if data.corpus == "snli" and data.train is None:
+        return [classify_dir(data, data_dir) / CLASSIFY_FILES["snli"]]
+    return [Path(data.train), Path(data.valid)]
+
+
 def classify_splits(data: ClassifyData, data_dir: str | None = None) -> tuple[list[LabelledText], list[LabelledText], LabelMap]:
     """(train, valid, labels) of a classification corpus; valid labels are checked against train's."""
     if data.corpus == "sst":

@@ -4,19 +4,22 @@ examples, and validation by loss, accuracy, macro-F1 and the overlap of the atte
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.attention.structured import frobenius_penalty
 from attnkit.data.batching import TokenBatcher, pad
 from attnkit.evaluate.metrics import accuracy, hop_overlap, macro_f1
-from attnkit.families.sentence.codec import EncodedText, SentenceVocabs, build_vocab, encode_examples
+from attnkit.families.sentence.codec import EncodedText, SentenceVocabs, build_vocab, encode_examples, vocabs_from_json, vocabs_to_json
 from attnkit.families.sentence.config import SentenceRun
-from attnkit.families.sentence.corpus import classify_splits
+from attnkit.families.sentence.corpus import classify_files, classify_splits
 from attnkit.families.sentence.model import build, load_word_vectors
 from attnkit.precision import autocast
 
@@ -53,21 +56,44 @@ def text_lengths(examples: list[EncodedText]) -> tuple[list[int], list[int]]:
     return [len(e.ids) for e in examples], [len(e.ids2) if e.ids2 is not None else 1 for e in examples]
 
 
+def load_examples(run: SentenceRun, run_dir: Path, data_dir: str | None) -> tuple[SentenceVocabs, list[EncodedText], list[EncodedText]]:
+    """The prepared examples of `run`: read from the cache, or read, counted and encoded into it."""
+    settings = run.data.model_dump(mode="json", exclude={"dir", "train", "valid"})
+    key = data_key({"family": "classification", "data": settings}, classify_files(run.data, data_dir))
+    folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, data_dir))
+    vocabs = vocabs_from_json(json.loads((folder / "data.json").read_text(encoding="utf-8")), folder)
+    ids = load_sequences(folder / "examples.safetensors")
+    pair = run.model.pair != "none"
+    splits = [[EncodedText(i, label, i2 if pair else None) for i, [label], i2 in zip(ids[f"{s}_ids"], ids[f"{s}_labels"], ids[f"{s}_ids2"])]
+              for s in ("train", "valid")]  # fmt: skip
+    return vocabs, splits[0], splits[1]
+
+
+def _prepare(run: SentenceRun, data_dir: str | None, folder: Path) -> None:
+    """Read, count and encode the training and validation examples into `folder`."""
+    d = run.data
+    train, valid, labels = classify_splits(d, data_dir)
+    vocab = build_vocab(train, min_freq=d.min_freq, max_size=d.max_vocab, lowercase=d.lowercase)
+    sequences = {}
+    for name, examples in (("train", train), ("valid", valid)):
+        encoded = encode_examples(examples, vocab, labels, lowercase=d.lowercase)
+        sequences.update({f"{name}_ids": [e.ids for e in encoded], f"{name}_ids2": [e.ids2 or [] for e in encoded],
+                          f"{name}_labels": [[e.label] for e in encoded]})  # fmt: skip
+    save_sequences(folder / "examples.safetensors", sequences)
+    (folder / "data.json").write_text(json.dumps(vocabs_to_json(SentenceVocabs(vocab, labels), folder)), encoding="utf-8")
+
+
 class ClassificationTask:
     """Labelled text for a `SelfAttentiveClassifier`; a batch's size is its number of examples."""
 
     unit = "examples"
 
     def __init__(self, run: SentenceRun, run_dir: Path, data_dir: str | None) -> None:
-        d = run.data
         self.run = run
-        train, valid, labels = classify_splits(d, data_dir)
-        vocab = build_vocab(train, min_freq=d.min_freq, max_size=d.max_vocab, lowercase=d.lowercase)
-        self.vocabs = SentenceVocabs(vocab, labels)
-        self.train = encode_examples(train, vocab, labels, lowercase=d.lowercase)
-        self.valid = encode_examples(valid, vocab, labels, lowercase=d.lowercase)
+        self.vocabs, self.train, self.valid = load_examples(run, run_dir, data_dir)
         self.train_lengths = text_lengths(self.train)
-        log.info("%d training and %d validation examples, %d words, %d classes", len(self.train), len(self.valid), len(vocab), len(labels))
+        log.info("%d training and %d validation examples, %d words, %d classes",
+                 len(self.train), len(self.valid), len(self.vocabs.vocab), len(self.vocabs.labels))  # fmt: skip
 
     def build_model(self) -> nn.Module:
         """The classifier; its embedding filled from `model.word_vectors` when given."""

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
+from attnkit.config.models import Transformer
 from attnkit.config.schema import CheckPolicy, RunBase, Strict
 
 
@@ -61,36 +62,6 @@ class Data(Strict):
     def _corpus_fields(self) -> Data:
         if self.corpus == "files" and (self.train is None or self.valid is None):
             raise ValueError("corpus 'files' needs data.train and data.valid (each with src and tgt)")
-        return self
-
-
-class Transformer(Strict):
-    """Vaswani et al. (2017) encoder-decoder; defaults are the paper's base model."""
-
-    kind: Literal["transformer"] = "transformer"
-    layers: PositiveInt = 6
-    encoder_layers: PositiveInt | None = None
-    decoder_layers: PositiveInt | None = None
-    d_model: PositiveInt = 512
-    n_heads: PositiveInt = 8
-    d_ff: PositiveInt = 2048
-    dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    norm: Literal["post", "pre"] = "post"
-    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
-    max_positions: PositiveInt = 1024
-    share_embeddings: bool = True
-    tie_output: bool = True
-
-    @property
-    def width(self) -> int:
-        """d_model, the width the Noam schedule scales with."""
-        return self.d_model
-
-    @model_validator(mode="after")
-    def _heads(self) -> Transformer:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         return self
 
 

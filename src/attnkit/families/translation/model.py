@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from torch import nn
 
+from attnkit.config.models import Transformer, build_transformer
 from attnkit.families.translation.codec import Vocabs
-from attnkit.families.translation.config import Rnn, Transformer, TranslationRun
+from attnkit.families.translation.config import Rnn, TranslationRun
 from attnkit.models.rnn import RNNSeq2Seq
-from attnkit.models.transformer import Transformer as TransformerModel
 
 
 def build(run: TranslationRun, vocabs: Vocabs) -> nn.Module:
@@ -15,21 +15,7 @@ def build(run: TranslationRun, vocabs: Vocabs) -> nn.Module:
     cfg, joint = run.model, vocabs.joint
     sizes = {"src_vocab_size": len(vocabs.src_vocab), "tgt_vocab_size": len(vocabs.tgt_vocab)}
     if isinstance(cfg, Transformer):
-        return TransformerModel(
-            **sizes,
-            d_model=cfg.d_model,
-            n_heads=cfg.n_heads,
-            d_ff=cfg.d_ff,
-            encoder_layers=cfg.encoder_layers or cfg.layers,
-            decoder_layers=cfg.decoder_layers or cfg.layers,
-            dropout=cfg.dropout,
-            attention_dropout=cfg.attention_dropout,
-            pre_norm=cfg.norm == "pre",
-            learned_positions=cfg.positions == "learned",
-            max_positions=cfg.max_positions,
-            share_embeddings=cfg.share_embeddings and joint,
-            tie_output=cfg.tie_output,
-        )
+        return build_transformer(cfg, **sizes, joint=joint)
     assert isinstance(cfg, Rnn)
     return RNNSeq2Seq(
         **sizes,

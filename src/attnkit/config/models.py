@@ -1,0 +1,64 @@
+"""Model sections that more than one family builds: the Transformer (translation, parsing).
+
+A family's config names `Transformer` as (one of) its `model` sections, and `build_transformer`
+makes the `attnkit.models.transformer.Transformer` it describes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PositiveInt, model_validator
+
+from attnkit.config.schema import Strict
+from attnkit.models.transformer import Transformer as TransformerModel
+
+
+class Transformer(Strict):
+    """Vaswani et al. (2017) encoder-decoder; defaults are the paper's base model."""
+
+    kind: Literal["transformer"] = "transformer"
+    layers: PositiveInt = 6
+    encoder_layers: PositiveInt | None = None
+    decoder_layers: PositiveInt | None = None
+    d_model: PositiveInt = 512
+    n_heads: PositiveInt = 8
+    d_ff: PositiveInt = 2048
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    norm: Literal["post", "pre"] = "post"
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    max_positions: PositiveInt = 1024
+    share_embeddings: bool = True
+    tie_output: bool = True
+
+    @property
+    def width(self) -> int:
+        """d_model, the width the Noam schedule scales with."""
+        return self.d_model
+
+    @model_validator(mode="after")
+    def _heads(self) -> Transformer:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        return self
+
+
+def build_transformer(cfg: Transformer, *, src_vocab_size: int, tgt_vocab_size: int, joint: bool) -> TransformerModel:
+    """The Transformer of `cfg` for the given vocabulary sizes (`joint`: one vocabulary for both sides)."""
+    return TransformerModel(
+        src_vocab_size=src_vocab_size,
+        tgt_vocab_size=tgt_vocab_size,
+        d_model=cfg.d_model,
+        n_heads=cfg.n_heads,
+        d_ff=cfg.d_ff,
+        encoder_layers=cfg.encoder_layers or cfg.layers,
+        decoder_layers=cfg.decoder_layers or cfg.layers,
+        dropout=cfg.dropout,
+        attention_dropout=cfg.attention_dropout,
+        pre_norm=cfg.norm == "pre",
+        learned_positions=cfg.positions == "learned",
+        max_positions=cfg.max_positions,
+        share_embeddings=cfg.share_embeddings and joint,
+        tie_output=cfg.tie_output,
+    )
