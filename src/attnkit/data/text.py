@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import codecs
 import gzip
+import json
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from attnkit.errors import DataError
 
@@ -117,3 +119,18 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[tuple[str,
             f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}; run `attnkit data check {src_path} {tgt_path}` to see where they diverge"
         )
     return list(zip(src, tgt))
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` of a JSONL file (blank lines skipped); anything but a JSON
+    object on a line is a `DataError` naming the file and line."""
+    for number, line in iter_text_lines(path, strip=False):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}, line {number}: invalid JSON ({err.msg} at column {err.colno})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+        yield number, row

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit.data.text import iter_text_lines, read_lines
+from attnkit.data.text import iter_jsonl, iter_text_lines, read_lines
 from attnkit.errors import DataError
 
 logger = logging.getLogger("attnkit")
@@ -137,7 +137,7 @@ def read_labelled(
     suffix = Path(path).name.removesuffix(".gz").rsplit(".", 1)[-1].lower()
     if suffix not in ("tsv", "csv", "jsonl"):
         raise DataError(f"{path}: unknown format (expected .tsv, .csv or .jsonl, optionally .gz)")
-    rows = _jsonl_rows(path) if suffix == "jsonl" else _delimited_rows(path, suffix, columns)
+    rows = iter_jsonl(path) if suffix == "jsonl" else _delimited_rows(path, suffix, columns)
     examples, skipped = [], 0
     for number, row in rows:
         where = f"{path}, line {number}"
@@ -175,20 +175,6 @@ def _delimited_rows(path: str | Path, kind: str, columns: Sequence[str]) -> Iter
         if len(values) != len(header):
             raise DataError(f"{path}, line {number}: {len(values)} fields, the header has {len(header)}")
         yield number, dict(zip(header, values))
-
-
-def _jsonl_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` of a JSONL file."""
-    for number, line in iter_text_lines(path, strip=False):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}, line {number}: invalid JSON ({err.msg} at column {err.colno})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
-        yield number, row
 
 
 def _field(row: Mapping[str, Any], column: str, where: str, what: str) -> str:
