@@ -48,7 +48,7 @@ class Schedule(Strict):
 class Train(Strict):
     seed: int = 1
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 where the hardware has it (attnkit.precision)
     threads: PositiveInt | None = None
     max_tokens: PositiveInt = 4096
     accum: PositiveInt = 1

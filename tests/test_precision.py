@@ -1,0 +1,50 @@
+"""`train.precision: auto`: bf16 only where the hardware computes it natively; `attnkit doctor`."""
+
+import pytest
+import torch
+
+from attnkit import precision
+from attnkit.cli import main
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    precision.resolve.cache_clear()
+    yield
+    precision.resolve.cache_clear()
+
+
+@pytest.mark.parametrize("native, expected", [(True, "bf16"), (False, "fp32")])
+def test_auto_follows_the_hardware(monkeypatch, caplog, native, expected):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: (native, "test CPU"))
+    with caplog.at_level("INFO", logger="attnkit"):
+        assert precision.resolve("auto", torch.device("cpu")) == expected
+    assert f"precision auto: {expected} (test CPU)" in caplog.text
+
+
+def test_explicit_precision_is_kept(monkeypatch):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: (False, "test CPU"))
+    assert precision.resolve("bf16", torch.device("cpu")) == "bf16"
+    assert precision.resolve("fp32", torch.device("cpu")) == "fp32"
+
+
+def test_cpu_flags_are_read_from_cpuinfo(monkeypatch, tmp_path):
+    info = tmp_path / "cpuinfo"
+    monkeypatch.setattr(precision, "Path", lambda p: info)
+    info.write_text("flags\t\t: fpu sse avx2 avx512f avx512_bf16\n")
+    assert precision.native_bf16(torch.device("cpu")) == (True, "this CPU has avx512_bf16")
+    info.write_text("flags\t\t: fpu sse avx2\n")
+    assert precision.native_bf16(torch.device("cpu"))[0] is False
+
+
+def test_auto_autocasts_to_bf16_only_with_native_bf16(monkeypatch):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: (False, "test CPU"))
+    with precision.autocast(torch.device("cpu"), "auto"):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+
+
+def test_doctor_lists_each_piece(capsys):
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    for piece in ("torch:", "bf16 on the CPU:", "jemalloc:", "GPUs:", "chromium:"):
+        assert piece in out
