@@ -61,12 +61,14 @@ def test_translate_switch_layer_head_and_hover(page, live_server, tmp_path):
     keys, queries, cells = card.locator(".attn-keys .attn-token"), card.locator(".attn-queries .attn-token"), card.locator(".attn-heatmap td")
     assert [k.inner_text() for k in keys.all()] == ["t1", "t2", "t3", "t4", "</s>"]
     assert page.locator(".attn-layer option").count() == 2 and page.locator(".attn-head option").count() == 3  # mean, head 1, head 2
-    mean_layer1 = colours(cells)
-    page.select_option(".attn-layer", "1")
-    layer2 = colours(cells)
+    assert page.input_value(".attn-layer") == "1"  # the view opens on the last layer
+    assert card.locator(".attn-legend").inner_text().split() == ["weight", "0", "1"]
+    mean_layer2 = colours(cells)
+    page.select_option(".attn-layer", "0")
+    layer1 = colours(cells)
     page.select_option(".attn-head", "1")
-    layer2_head2 = colours(cells)
-    assert len(mean_layer1) == queries.count() * keys.count() and mean_layer1 != layer2 != layer2_head2
+    layer1_head2 = colours(cells)
+    assert len(mean_layer2) == queries.count() * keys.count() and mean_layer2 != layer1 != layer1_head2
 
     # Hover an output token: the source tokens are shaded by its attention row; another row differs.
     assert set(weights(keys)) == {""}

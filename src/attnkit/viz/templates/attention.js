@@ -63,6 +63,7 @@ const AttnView = (() => {
       const headLabel = select("attn-head", heads.length > 1 ? [["mean", "mean over heads"], ...heads] : heads, "head");
       pickers.replaceChildren(layerLabel, headLabel);
       layerInput = layerLabel.querySelector("select");
+      layerInput.value = String(layers.length - 1);  // the last layer first: where the alignment is plainest
       headInput = headLabel.querySelector("select");
       layerInput.addEventListener("change", draw);
       headInput.addEventListener("change", draw);
@@ -78,12 +79,19 @@ const AttnView = (() => {
       keySpans.forEach((span, j) => hover(span, querySpans, () => weights.map((row) => row[j])));
       body.replaceChildren(el("div", {class: "attn-strip-label", text: "keys (attended to)"}), keys,
                            el("div", {class: "attn-strip-label", text: "queries (attending)"}), queries,
-                           heatmap(m.rows, m.cols, weights, querySpans, keySpans));
+                           heatmap(m.rows, m.cols, weights, querySpans, keySpans), legend());
     }
 
     kindInput.addEventListener("change", () => { buildPickers(); draw(); });
     buildPickers();
     draw();
+  }
+
+  // The colour scale: weight 0 (white) to 1 (deep blue).
+  function legend() {
+    const bar = el("span", {class: "attn-legend-bar"});
+    bar.style.background = `linear-gradient(to right, ${shade(0)}, ${shade(1)})`;
+    return el("div", {class: "attn-legend"}, [el("span", {text: "weight 0"}), bar, el("span", {text: "1"})]);
   }
 
   // Hovering `span` marks it and shades `others` by weights(); leaving clears them.
