@@ -181,3 +181,34 @@ def test_cuda_matches_torch_on_both_paths(assert_mask_rule):
     empty = combine_masks(keep, torch.tensor([True] * 8 + [False], device="cuda").view(1, 9, 1))  # last row: no key
     _, weights = mha(x, x, x, empty)
     assert_mask_rule(weights, empty.unsqueeze(1))
+
+
+def _per_head_reference(mha: MultiHeadAttention, q, k, v, keep):
+    """Sec. 3.2.2 computed head by head with plain matmuls: head_i = softmax(Q W_i^Q (K W_i^K)^T / sqrt(d_k)) V W_i^V."""
+    heads = []
+    for i in range(mha.n_heads):
+        rows_k, rows_v = slice(i * mha.d_k, (i + 1) * mha.d_k), slice(i * mha.d_v, (i + 1) * mha.d_v)
+        qi = q @ mha.q_proj.weight[rows_k].T + mha.q_proj.bias[rows_k]  # (B, T, d_k)
+        ki = k @ mha.k_proj.weight[rows_k].T + mha.k_proj.bias[rows_k]  # (B, S, d_k)
+        vi = v @ mha.v_proj.weight[rows_v].T + mha.v_proj.bias[rows_v]  # (B, S, d_v)
+        scores = (qi @ ki.transpose(1, 2)) / mha.d_k**0.5  # (B, T, S)
+        heads.append(scores.masked_fill(~keep, float("-inf")).softmax(-1) @ vi)  # (B, T, d_v)
+    return torch.cat(heads, dim=-1) @ mha.out_proj.weight.T + mha.out_proj.bias  # (B, T, D)
+
+
+@pytest.mark.parametrize("d_k, d_v", [(4, 12), (16, 2), (8, 8)])
+def test_d_k_and_d_v_set_apart_from_d_model_over_h(d_k, d_v):
+    """Table 3 row (B): d_k (and d_v) need not be d_model / h; every path agrees with the per-head formula."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(24, 4, d_k=d_k, d_v=d_v).eval()  # 24 / 4 = 6: neither width is the default
+    assert (mha.q_proj.out_features, mha.v_proj.out_features, mha.out_proj.in_features) == (4 * d_k, 4 * d_v, 4 * d_v)
+    x, memory = torch.randn(2, 5, 24), torch.randn(2, 7, 24)
+    keep = (torch.arange(7)[None, :] < torch.tensor([7, 4])[:, None])[:, None, :]  # (B, 1, S)
+    expected = _per_head_reference(mha, x, memory, memory, keep)
+    for need_weights in (True, False):
+        context, _ = mha(x, memory, memory, keep, need_weights=need_weights)  # the fused K/V path
+        torch.testing.assert_close(context, expected, atol=ATOL, rtol=0)
+        context, _ = mha(x, memory, memory.clone(), keep, need_weights=need_weights)  # separate projections
+        torch.testing.assert_close(context, expected, atol=ATOL, rtol=0)
+    self_keep = torch.ones(2, 1, 5, dtype=torch.bool)
+    torch.testing.assert_close(mha(x, x, x)[0], _per_head_reference(mha, x, x, x, self_keep), atol=ATOL, rtol=0)  # fused Q/K/V

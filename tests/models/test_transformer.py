@@ -75,9 +75,9 @@ def test_encoder_layer_residual_structure(pre_norm):
     torch.testing.assert_close(layer(x, keep)[0], expected)
 
 
-@pytest.mark.parametrize("pre_norm", [False, True])
-def test_cached_decoding_equals_full_forward(pre_norm):
-    model = make(pre_norm=pre_norm)
+@pytest.mark.parametrize("pre_norm, widths", [(False, {}), (True, {}), (False, {"d_k": 4, "d_v": 12})])
+def test_cached_decoding_equals_full_forward(pre_norm, widths):
+    model = make(pre_norm=pre_norm, **widths)
     src, src_keep, tgt_in = batch()
     full = F.log_softmax(model(src, src_keep, tgt_in), dim=-1)  # (B, T, V)
     state = model.init_state(model.encode(src, src_keep), src_keep)

@@ -5,7 +5,9 @@
 
 The per-head projections W_i^Q, W_i^K, W_i^V of all ``n_heads`` heads are stored as one
 ``nn.Linear`` each (``q_proj``, ``k_proj``, ``v_proj``) whose outputs ``split_heads`` cuts into
-heads of width d_k = d_model / n_heads; ``merge_heads`` is the Concat and ``out_proj`` is W^O.
+heads of width d_k (queries and keys) and d_v (values); ``merge_heads`` is the Concat and
+``out_proj`` is W^O (h d_v -> d_model). The paper's default is d_k = d_v = d_model / h; its
+Table 3 row (B) varies d_k on its own, so both are settable.
 
 Decoding state is a value, not module state: ``project_kv`` returns a ``KVCache`` and ``attend``
 takes one, so ``forward(q, k, v) == attend(q, project_kv(k, v))``, a decoder step is
@@ -69,11 +71,13 @@ class MultiHeadAttention(nn.Module):
 
     Args:
         d_model: model width ``D`` (queries and output).
-        n_heads: number of heads ``H``; must divide ``d_model``.
+        n_heads: number of heads ``H``; must divide ``d_model`` unless ``d_k`` and ``d_v`` are given.
         dropout: dropout on the attention weights, in training mode only.
         bias: whether the four projections have biases.
         kdim: width of the keys (default ``d_model``).
         vdim: width of the values (default ``d_model``).
+        d_k: per-head width of queries and keys ``E`` (default ``d_model / n_heads``).
+        d_v: per-head width of values (default ``d_model / n_heads``).
     """
 
     def __init__(
@@ -84,18 +88,22 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         kdim: int | None = None,
         vdim: int | None = None,
+        d_k: int | None = None,
+        d_v: int | None = None,
     ) -> None:
         super().__init__()
-        if d_model % n_heads != 0:
+        if (d_k is None or d_v is None) and d_model % n_heads != 0:
             raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by n_heads={n_heads}")
         self.d_model = d_model
         self.n_heads = n_heads
-        self.d_k = d_model // n_heads
+        self.d_k = d_k or d_model // n_heads
+        self.d_v = d_v or d_model // n_heads
         self.dropout = dropout
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(kdim or d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(vdim or d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        hk, hv = n_heads * self.d_k, n_heads * self.d_v
+        self.q_proj = nn.Linear(d_model, hk, bias=bias)
+        self.k_proj = nn.Linear(kdim or d_model, hk, bias=bias)
+        self.v_proj = nn.Linear(vdim or d_model, hv, bias=bias)
+        self.out_proj = nn.Linear(hv, d_model, bias=bias)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -137,9 +145,9 @@ class MultiHeadAttention(nn.Module):
             ``KVCache`` with k and v ``(B, H, S, E)``.
         """
         if keys is values:  # one matmul for both (cross-attention over a memory)
-            weight = torch.cat([self.k_proj.weight, self.v_proj.weight])  # (2D, Dk)
-            kv = F.linear(keys, weight, _cat_bias(self.k_proj, self.v_proj))  # (B, S, 2D)
-            k, v = split_heads(kv, 2 * self.n_heads).chunk(2, dim=1)  # (B, H, S, E) each
+            weight = torch.cat([self.k_proj.weight, self.v_proj.weight])  # (H(E+Ev), Dk)
+            kv = F.linear(keys, weight, _cat_bias(self.k_proj, self.v_proj))  # (B, S, H(E+Ev))
+            k, v = self._split(kv, 2)  # (B, H, S, E), (B, H, S, Ev)
             return KVCache(k, v)
         k = split_heads(self.k_proj(keys), self.n_heads)  # (B, H, S, E)
         v = split_heads(self.v_proj(values), self.n_heads)  # (B, H, S, E)
@@ -162,10 +170,17 @@ class MultiHeadAttention(nn.Module):
 
     def _project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention projections as one matmul over the stacked W^Q, W^K, W^V."""
-        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3D, D)
-        qkv = F.linear(x, weight, _cat_bias(self.q_proj, self.k_proj, self.v_proj))  # (B, T, 3D)
-        q, k, v = split_heads(qkv, 3 * self.n_heads).chunk(3, dim=1)  # (B, H, T, E) each
+        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (H(2E+Ev), D)
+        qkv = F.linear(x, weight, _cat_bias(self.q_proj, self.k_proj, self.v_proj))  # (B, T, H(2E+Ev))
+        q, k, v = self._split(qkv, 3)  # (B, H, T, E), (B, H, T, E), (B, H, T, Ev)
         return q, k, v
+
+    def _split(self, fused: Tensor, parts: int) -> tuple[Tensor, ...]:
+        """Heads of the last `parts` of [q;] k; v stacked on the feature axis (widths E, E, Ev)."""
+        if self.d_k == self.d_v:  # one view and a chunk: the common case, on every decoding step
+            return split_heads(fused, parts * self.n_heads).chunk(parts, dim=1)  # (B, H, T, E) each
+        widths = [self.n_heads * self.d_k] * (parts - 1) + [self.n_heads * self.d_v]
+        return tuple(split_heads(x, self.n_heads) for x in fused.split(widths, dim=-1))  # (B, H, T, E|Ev)
 
     def _attend_heads(self, q: Tensor, kv: KVCache, mask: Tensor | None, need_weights: bool) -> tuple[Tensor, Tensor | None]:
         """Eq. 1 per head, then Concat and W^O."""

@@ -24,6 +24,8 @@ class Transformer(Strict):
     d_model: PositiveInt = 512
     n_heads: PositiveInt = 8
     d_ff: PositiveInt = 2048
+    d_k: PositiveInt | None = None  # per-head query/key width; None: d_model / n_heads (Table 3 row B varies it)
+    d_v: PositiveInt | None = None  # per-head value width; None: d_model / n_heads
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
     attention_dropout: float = Field(0.0, ge=0.0, lt=1.0)
     norm: Literal["post", "pre"] = "post"
@@ -39,8 +41,8 @@ class Transformer(Strict):
 
     @model_validator(mode="after")
     def _heads(self) -> Transformer:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if (self.d_k is None or self.d_v is None) and self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}), or set d_k and d_v")
         return self
 
 
@@ -52,6 +54,8 @@ def build_transformer(cfg: Transformer, *, src_vocab_size: int, tgt_vocab_size: 
         d_model=cfg.d_model,
         n_heads=cfg.n_heads,
         d_ff=cfg.d_ff,
+        d_k=cfg.d_k,
+        d_v=cfg.d_v,
         encoder_layers=cfg.encoder_layers or cfg.layers,
         decoder_layers=cfg.decoder_layers or cfg.layers,
         dropout=cfg.dropout,

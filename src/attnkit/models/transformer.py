@@ -64,9 +64,10 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool) -> None:
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool,
+                 d_k: int | None = None, d_v: int | None = None) -> None:  # fmt: skip
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout, d_k=d_k, d_v=d_v)
         self.ffn = FeedForward(d_model, d_ff)
         self.res_attn = Residual(d_model, dropout, pre_norm)
         self.res_ffn = Residual(d_model, dropout, pre_norm)
@@ -89,10 +90,11 @@ class LayerAttention:
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool) -> None:
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool,
+                 d_k: int | None = None, d_v: int | None = None) -> None:  # fmt: skip
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout, d_k=d_k, d_v=d_v)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout, d_k=d_k, d_v=d_v)
         self.ffn = FeedForward(d_model, d_ff)
         self.res_self = Residual(d_model, dropout, pre_norm)
         self.res_cross = Residual(d_model, dropout, pre_norm)
@@ -170,6 +172,8 @@ class Transformer(nn.Module):
         d_model: int = 512,
         n_heads: int = 8,
         d_ff: int = 2048,
+        d_k: int | None = None,
+        d_v: int | None = None,
         encoder_layers: int = 6,
         decoder_layers: int = 6,
         dropout: float = 0.1,
@@ -193,7 +197,7 @@ class Transformer(nn.Module):
         else:
             self.positions = SinusoidalPositionalEncoding(d_model)
         self.embed_dropout = nn.Dropout(dropout)
-        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, pre_norm)
+        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, pre_norm, d_k, d_v)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(decoder_layers))
         self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
@@ -270,11 +274,11 @@ class Transformer(nn.Module):
 
     def init_state(self, memory: Tensor, src_keep: Tensor) -> TransformerState:
         """Start decoding: cross-attention K/V computed once, empty self-attention caches."""
-        B, H = memory.size(0), self.decoder_layers[0].self_attn.n_heads
-        E = self.d_model // H
-        empty = memory.new_zeros(B, H, 0, E)  # (B, H, 0, E)
+        attn = self.decoder_layers[0].self_attn
+        B, H = memory.size(0), attn.n_heads
+        empty_k, empty_v = memory.new_zeros(B, H, 0, attn.d_k), memory.new_zeros(B, H, 0, attn.d_v)  # (B, H, 0, E|Ev)
         return TransformerState(
-            self_kv=[KVCache(empty, empty) for _ in self.decoder_layers],
+            self_kv=[KVCache(empty_k, empty_v) for _ in self.decoder_layers],
             cross_kv=self._cross_kv(memory),
             src_keep=src_keep[:, None, None, :],  # (B, 1, 1, S)
             position=0,
