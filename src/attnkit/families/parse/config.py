@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import PositiveInt
+from pydantic import PositiveInt, model_validator
 
 from attnkit.config.models import Transformer
 from attnkit.config.schema import RunBase, Strict
@@ -67,3 +67,11 @@ class ParseRun(RunBase):
     task: Literal["parsing"]
     data: ParseData = ParseData()
     model: Transformer = Transformer()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _f1_by_default(cls, data: Any) -> Any:
+        """Early stopping on dev F1 unless the config says otherwise (the shared default is BLEU)."""
+        if isinstance(data, dict) and isinstance(data.get("train"), dict):
+            return {**data, "train": {"early_stopping": "f1", **data["train"]}}
+        return data
