@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import attnkit
 from attnkit.artifacts.checkpoint import save_checkpoint
 from attnkit.artifacts.runs import write_run
-import attnkit
 from attnkit.cli import main
 from attnkit.errors import ConfigError
 from attnkit.families import FAMILIES, load_config, load_run

@@ -37,7 +37,7 @@ RULES = {
 def generate(rng: random.Random, symbol: str = "S") -> Tree:
     if symbol in LEXICON:
         return Tree(symbol, (rng.choice(LEXICON[symbol]),))
-    (label, children), = rng.choices([rule for rule, _ in RULES[symbol]], weights=[p for _, p in RULES[symbol]])
+    ((label, children),) = rng.choices([rule for rule, _ in RULES[symbol]], weights=[p for _, p in RULES[symbol]])
     return Tree(label, tuple(generate(rng, child) for child in children))
 
 

@@ -73,7 +73,11 @@ def record(e: Explored) -> dict:
     """The JSON record of one parse (see the module docstring)."""
     r = e.result
     src, tgt = [*r.words, "</s>"], [*r.symbols, *(["</s>"] if r.finished else [])]
-    out = attention_record(e.index, src, tgt, r.attention, r.score) if r.attention is not None else {"id": e.index, "src": src, "tgt": tgt, "attention": None, "score": r.score}
+    out = (
+        attention_record(e.index, src, tgt, r.attention, r.score)
+        if r.attention is not None
+        else {"id": e.index, "src": src, "tgt": tgt, "attention": None, "score": r.score}
+    )
     text = str(r.tree)
     out.update(source=e.source, text=text, tree=text, svg=tree_svg(r.tree), repaired=r.repaired,
                nbest=[{"text": text, "score": round(r.score, 4), "finished": r.finished}])  # fmt: skip
