@@ -127,3 +127,23 @@ def test_bad_input_is_one_error_line(run_dir, tmp_path, capsys, trees, lines, me
     (line,) = captured.err.strip().splitlines()
     assert line.startswith("attnkit: error: ")
     assert re.search(message, line), line
+
+
+def test_serve_parses_and_shows_the_parse_page(run_dir):
+    from fastapi.testclient import TestClient
+
+    from attnkit.serve.app import create_app
+
+    with TestClient(create_app({"parser": load_run(run_dir, "last")})) as client:
+        response = client.post("/v1/parse", json={"texts": ['It said "no."'], "raw": True, "beam": 1, "attention": True})
+        assert response.status_code == 200, response.text
+        (result,) = response.json()["results"]
+        assert parse_trees(result["tree"])[0].words() == ["It", "said", "``", "no", ".", "''"]
+        assert result["svg"].startswith("<svg") and set(result["maps"]) == {"encoder", "decoder_self", "cross"}
+        plain = client.post("/v1/parse", json={"texts": ["It barks ."]}).json()["results"][0]
+        assert plain["attention"] is None and plain["maps"] is None
+        page = client.get("/parse")
+        assert page.status_code == 200 and "/static/parse.js" in page.text
+        assert "renderParse" in client.get("/static/parse.js").text
+        models = client.get("/v1/models").json()
+        assert models[0]["task"] == "parsing" and models[0]["beam"] == 2
