@@ -81,6 +81,14 @@ def test_evaluate_scores_with_evalb_and_counts_repairs(run_dir, capsys):
     assert report["repaired"] == 0 and report["decode"]["beam"] == 1 and report["all"]["gold_brackets"] == 4  # S NP VP NP
 
 
+def test_evaluate_scores_one_part_of_a_treebank(run_dir, capsys):
+    treebank = run_dir.parent.parent / "tb"
+    assert main(["evaluate", str(run_dir), "--trees", str(treebank), "--split", "dev", "--checkpoint", "last", "--beam", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["sentences"] == 1
+    assert main(["evaluate", str(run_dir), "--trees", str(treebank), "--split", "test", "--checkpoint", "last"]) == 2
+    assert "no test trees in it" in capsys.readouterr().err
+
+
 def test_evalb_command_reproduces_the_sample_summary(evalb_dir, capsys):
     args = ["evalb", str(evalb_dir / "sample.gld"), str(evalb_dir / "sample.tst"), "--params", str(evalb_dir / "sample.prm")]
     assert main(args) == 0

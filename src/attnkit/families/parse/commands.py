@@ -6,6 +6,7 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from attnkit.artifacts.runs import LoadedRun, load_run
 from attnkit.config.args import add_checkpoint, positive_int, read_input
@@ -15,7 +16,7 @@ from attnkit.families.parse.codec import tokenize
 from attnkit.families.parse.evalb import score, score_files
 from attnkit.families.parse.evalb_params import COLLINS, read_params
 from attnkit.families.parse.infer import parse_words
-from attnkit.families.parse.trees import preprocess, read_trees
+from attnkit.families.parse.trees import Tree, preprocess_treebank, read_treebank, split_sample, split_wsj
 from attnkit.families.protocol import add_once
 
 
@@ -67,14 +68,21 @@ def cmd_evalb(args: argparse.Namespace) -> int:
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> list[str]:
     """`attnkit evaluate` options of parsers; returns their names."""
     add_once(parser, "--trees", help="gold trees (parsers): a .mrg file, a folder or a zip; scored with EVALB (COLLINS.prm)")
+    add_once(parser, "--split", choices=["dev", "test"], help="parsers: score only this part of --trees, split as the run's data.split")
     add_decode_arguments(parser)
-    return ["trees", "beam", "alpha"]
+    return ["trees", "split", "beam", "alpha"]
 
 
-def gold_trees(path: str) -> list:
-    """The trees of a file, folder or zip, preprocessed as for training (errors name file and tree)."""
-    trees = read_trees(path)
-    return [preprocess(tree, f"{path}, tree {i}") for i, tree in enumerate(trees, start=1)]
+def gold_trees(path: str, split: str | None, run: Any) -> list[Tree]:
+    """The trees of a file, folder or zip, preprocessed as for training (errors name file and tree),
+    or with `split` only that part of them (`data.split` of the run: by file or by section)."""
+    files = preprocess_treebank(read_treebank(path))
+    if split is None:
+        return [tree for trees in files.values() for tree in trees]
+    trees = (split_sample if run.data.split == "sample" else split_wsj)(files)[split]
+    if not trees:
+        raise DataError(f"{path}: no {split} trees in it (data.split: {run.data.split})")
+    return trees
 
 
 def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
@@ -83,11 +91,11 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
         raise AttnkitError(f"{args.run}: a parser: evaluate it with --trees FILE")
     if not Path(args.trees).exists():
         raise DataError(f"{args.trees}: no such file or folder")
-    gold = gold_trees(args.trees)
     loaded = load()
+    gold = gold_trees(args.trees, args.split, loaded.run)
     decode = decode_settings(loaded, args)
     results = parse_words(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees)
     report = score(gold, [r.tree for r in results], COLLINS).summary()
-    return {**report, "repaired": sum(r.repaired for r in results), "sentences": len(gold),
+    return {**report, "repaired": sum(r.repaired for r in results), "sentences": len(gold), "split": args.split,
             "decode": {"beam": decode.beam, "alpha": decode.alpha, "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b},
             "params": "COLLINS.prm", "tags": "gold POS tags (the parser predicts none)"}  # fmt: skip
