@@ -2,7 +2,7 @@
 (COLLINS.prm) as the parser: one JSON line, and the gold and baseline trees written one a line so
 `attnkit evalb GOLD TEST` gives the same figures.
 
-.venv/bin/python benchmarks/parse_baseline.py [--treebank ZIP] [--split dev|test] [--out benchmarks/results/parse_baseline]
+.venv/bin/python benchmarks/parse_baseline.py [--treebank ZIP] [--split dev|test] [--out benchmarks/out/parse_baseline]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--treebank", default="../shared/data/ptb_sample/treebank.zip")
     p.add_argument("--split", choices=["dev", "test"], default="dev")
-    p.add_argument("--out", default="benchmarks/results/parse_baseline")
+    p.add_argument("--out", default="benchmarks/out/parse_baseline")
     args = p.parse_args()
     gold = split_sample(preprocess_treebank(read_treebank(args.treebank)))[args.split]
     test = [right_branching(tree.words(), tree.tags()) for tree in gold]
