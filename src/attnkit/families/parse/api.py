@@ -1,0 +1,68 @@
+"""The parsing family's part of `attnkit serve`: the parse page and `POST /v1/parse`."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from attnkit.artifacts.runs import LoadedRun
+from attnkit.families.parse.explore import explore, record
+from attnkit.families.protocol import Api, ApiRequest, Endpoint
+
+STATIC = resources.files("attnkit.families.parse") / "static"
+
+
+class ParseRequest(ApiRequest):
+    beam: int | None = Field(None, ge=1, le=32, description="beam size (1 = greedy); default: the run's decode.beam")
+    alpha: float | None = Field(None, ge=0.0, le=5.0, description="length penalty; default: the run's decode.alpha")
+    raw: bool = Field(False, description="the texts are raw: tokenise them PTB-style first (else split on spaces)")
+
+
+class AttentionMap(BaseModel):
+    rows: list[str]
+    cols: list[str]
+    layers: list[list[list[list[float]]]] = Field(description="weights [layer][head][row][col]")
+
+
+class Parse(BaseModel):
+    id: int
+    source: str
+    text: str = Field(description="the tree, bracketed on one line")
+    tree: str
+    svg: str = Field(description="the tree drawn as an inline SVG picture")
+    repaired: bool = Field(description="the search was cut at its step limit and linear.repair mended the output")
+    score: float
+    src: list[str] = Field(description="the words (+ </s>)")
+    tgt: list[str] = Field(description="the output symbols (+ </s>)")
+    attention: list[list[float]] | None = Field(None, description="last layer's cross-attention, mean over heads [symbol][word]")
+    maps: dict[str, AttentionMap] | None = None
+
+
+class ParseResponse(BaseModel):
+    model_config = ConfigDict(protected_namespaces=())
+
+    model: str
+    results: list[Parse]
+
+
+def batch_key(loaded: LoadedRun, body: ParseRequest, batch_size: int) -> Hashable:
+    decode = loaded.run.decode.with_overrides(beam=body.beam, alpha=body.alpha, nbest=1, batch_size=batch_size)
+    return decode, body.attention, body.raw
+
+
+def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) -> list[dict]:
+    decode, attention, raw = key
+    out = [record(e) for e in explore(loaded, texts, decode, maps=attention, raw=raw)]
+    if not attention:
+        for r in out:
+            r["attention"] = None
+    return out
+
+
+API = Api(
+    pages={"/parse": STATIC / "parse.html"},
+    assets={"parse.js": STATIC / "parse.js"},
+    endpoints=(Endpoint("/v1/parse", ParseRequest, ParseResponse, batch_key, answer),),
+)

@@ -1,0 +1,77 @@
+"""The parsing family's config sections: `data` (a Penn Treebank) and `model` (the shared Transformer).
+
+A parsing config names its family with `task: parsing` (the Transformer is also translation's
+model, `attnkit.families.family_for`). Vaswani et al. (2017), sec. 6.3, train a 4-layer
+Transformer (d_model 1024) on the WSJ and decode with beam 21, alpha 0.3 and at most
+input length + 300 output symbols; the presets `parse-wsj` and `parse-ptb` say how close each one
+stays to that.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import PositiveInt, model_validator
+
+from attnkit.config.models import Transformer
+from attnkit.config.schema import RunBase, Strict
+from attnkit.errors import DataError
+
+SAMPLE = Path("..") / "shared" / "data" / "ptb_sample" / "treebank.zip"  # beside a checkout
+
+
+class ParseData(Strict):
+    """Where the trees come from and how they become sequences (`families.parse.linear`).
+
+    `treebank`: a tree file, a folder of `.mrg` files or a zip (NLTK's `treebank.zip`); without
+    it, `DATA_DIR/ptb` (`data/ptb` by default), then `../shared/data/ptb_sample/treebank.zip`.
+    `split: sample` is the NLTK 10% sample by file (wsj_0001-0179 train, 0180-0189 dev, 0190-0199
+    test); `wsj` the full treebank by section (02-21 / 22 / 23). `leaves: placeholder` writes each
+    word as ``XX`` in the target (Vinyals et al. 2015), `words` writes the word itself.
+    Training trees of more than `max_len` words are left out (dev and test trees never are);
+    words seen fewer than `min_freq` times in training are `<unk>`.
+    """
+
+    treebank: str | None = None
+    split: Literal["sample", "wsj"] = "sample"
+    leaves: Literal["placeholder", "words"] = "placeholder"
+    max_len: PositiveInt = 100
+    min_freq: PositiveInt = 2
+
+    @property
+    def keep_words(self) -> bool:
+        return self.leaves == "words"
+
+    def treebank_path(self, data_dir: str | None = None) -> Path:
+        """The treebank to read: `treebank`, else the first of the default places that exists.
+
+        Raises:
+            DataError: None of them exists.
+        """
+        if self.treebank is not None:
+            return Path(self.treebank)
+        shared = os.environ.get("ATTNKIT_SHARED_DATA")
+        candidates = [Path(data_dir or "data") / "ptb", SAMPLE] + ([Path(shared) / "ptb_sample" / "treebank.zip"] if shared else [])
+        for path in candidates:
+            if path.exists():
+                return path
+        raise DataError(f"no treebank: set data.treebank (looked in {', '.join(str(p) for p in candidates)})")
+
+
+class ParseRun(RunBase):
+    """A parsing run: PTB trees, linearised, into the Transformer (`task: parsing`)."""
+
+    METRICS = ("f1",)
+    task: Literal["parsing"]
+    data: ParseData = ParseData()
+    model: Transformer = Transformer()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _f1_by_default(cls, data: Any) -> Any:
+        """Early stopping on dev F1 unless the config says otherwise (the shared default is BLEU)."""
+        if isinstance(data, dict) and isinstance(data.get("train"), dict):
+            return {**data, "train": {"early_stopping": "f1", **data["train"]}}
+        return data

@@ -1,0 +1,100 @@
+"""Parse sentences with a trained model: encode the words, search under the tree constraint, build trees.
+
+Sentences are sorted by length and batched, decoded greedily (`beam == 1`) or with beam search
+through `constrained.ConstrainedDecoder`, and returned in input order. Every output that ends
+with EOS is a valid tree (`linear.delinearise`); one cut at the step limit is mended by
+`linear.repair`, and `ParseResult.repaired` says so (`attnkit evaluate` counts them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.config.schema import Decode
+from attnkit.data.batching import collate
+from attnkit.data.vocab import BOS, EOS
+from attnkit.decode.beam import beam_search
+from attnkit.decode.greedy import greedy
+from attnkit.decode.hypothesis import Hypothesis
+from attnkit.errors import DataError
+from attnkit.families.parse.codec import ParseVocabs, encode_words, guess_tags, leaf_table
+from attnkit.families.parse.constrained import ConstrainedDecoder, SymbolTables
+from attnkit.families.parse.linear import PLACEHOLDER, delinearise, is_close, is_open, repair
+from attnkit.families.parse.trees import Tree
+
+
+@dataclass
+class ParseResult:
+    """One parse: the tree, the symbols the search wrote, and its cross-attention."""
+
+    words: list[str]
+    tree: Tree
+    symbols: list[str]  # without EOS
+    score: float
+    finished: bool
+    repaired: bool
+    attention: Tensor | None  # (T, S): output symbols (+EOS if finished) x words + EOS
+
+
+def decoder(model: nn.Module, vocabs: ParseVocabs, decode: Decode) -> ConstrainedDecoder:
+    """`model` with its search constrained to trees, for `decode`'s step limit."""
+    tables = SymbolTables.build(vocabs.symbols, leaf_table(vocabs))
+    return ConstrainedDecoder(model, tables, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b)
+
+
+def to_tree(symbols: Sequence[str], words: Sequence[str], tags: Sequence[str] | None, finished: bool) -> tuple[Tree, bool]:
+    """The tree of a search output and whether it had to be repaired (leaf symbols read as ``XX``)."""
+    plain = [s if is_open(s) or is_close(s) else PLACEHOLDER for s in symbols]
+    if finished:
+        try:
+            return delinearise(plain, words, tags), False
+        except DataError:
+            pass
+    return repair(plain, words, tags)[0], True
+
+
+@torch.inference_mode()
+def parse_words(
+    model: nn.Module,
+    vocabs: ParseVocabs,
+    sentences: Sequence[Sequence[str]],
+    decode: Decode,
+    *,
+    tags: Sequence[Sequence[str]] | None = None,
+    return_attention: bool = False,
+    source: str = "input",
+) -> list[ParseResult]:
+    """Parse tokenised sentences; `tags` (gold, for scoring) default to `codec.guess_tags`.
+
+    Raises:
+        DataError: A sentence with no words, or longer than `decode.max_src_len` (naming it).
+    """
+    ids = encode_words(vocabs, sentences, decode.max_src_len, source)
+    device = next(model.parameters()).device
+    search = decoder(model, vocabs, decode)
+    hyps: list[Hypothesis | None] = [None] * len(ids)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    for start in range(0, len(order), decode.batch_size):
+        index = order[start : start + decode.batch_size]
+        batch = collate([(ids[i], []) for i in index], range(len(index))).to(device)
+        if decode.beam == 1:
+            found = greedy(search, batch.src, batch.src_keep, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b,
+                           bos=BOS, eos=EOS, return_attention=return_attention)  # fmt: skip
+        else:
+            found = [n[0] for n in beam_search(search, batch.src, batch.src_keep, beam=decode.beam, alpha=decode.alpha, nbest=1,
+                                               max_len_a=decode.max_len_a, max_len_b=decode.max_len_b, bos=BOS, eos=EOS,
+                                               return_attention=return_attention)]  # fmt: skip
+        for i, hyp in zip(index, found):
+            hyps[i] = hyp
+    results = []
+    for i, hyp in enumerate(hyps):
+        assert hyp is not None
+        words = list(sentences[i])
+        symbols = vocabs.symbols.decode(hyp.tokens)
+        tree, repaired = to_tree(symbols, words, tags[i] if tags is not None else guess_tags(words), hyp.finished)
+        results.append(ParseResult(words, tree, symbols, hyp.score, hyp.finished, repaired, hyp.attention))
+    return results

@@ -1,0 +1,146 @@
+"""The parsing task of the shared training loop (Vaswani et al. 2017, sec. 6.3): linearised trees
+(Vinyals et al. 2015), the label-smoothed loss summed over target symbols exactly as translation
+computes it, and validation by loss, perplexity and EVALB labelled F1 (COLLINS.prm) of greedy
+constrained parses of the dev trees.
+
+The data is prepared once (`attnkit.artifacts.prepared`), keyed by the treebank's bytes and the
+data settings: trees read, preprocessed (`trees.preprocess`), split, linearised and encoded, with
+the dev sentences and their gold trees for scoring.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
+from attnkit.config.models import build_transformer
+from attnkit.data.batching import Batch, Example, TokenBatcher, collate, sequence_lengths
+from attnkit.data.vocab import PAD
+from attnkit.evaluate.metrics import perplexity
+from attnkit.families.parse.codec import ParseVocabs, build_vocabs, encode_tree, vocabs_from_json, vocabs_to_json
+from attnkit.families.parse.config import ParseRun
+from attnkit.families.parse.evalb import score
+from attnkit.families.parse.evalb_params import COLLINS
+from attnkit.families.parse.infer import parse_words
+from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_treebank, split_sample, split_wsj
+from attnkit.models.losses import label_smoothed_nll
+from attnkit.precision import autocast
+
+log = logging.getLogger("attnkit")
+
+
+@dataclass
+class TrainData:
+    vocabs: ParseVocabs
+    train: list[Example]
+    valid: list[Example]
+    dev_gold: list[str]  # every dev tree, preprocessed, one line each (for EVALB)
+
+
+def build(run: ParseRun, vocabs: ParseVocabs) -> nn.Module:
+    """The run's Transformer for its vocabularies (source words, target symbols: never shared)."""
+    return build_transformer(run.model, src_vocab_size=len(vocabs.words), tgt_vocab_size=len(vocabs.symbols), joint=False)
+
+
+def treebank_files(path: Path) -> list[Path]:
+    """The files whose bytes key the prepared data: the zip or file itself, or a folder's trees."""
+    return sorted(p for p in path.rglob("*.mrg") if p.is_file()) if path.is_dir() else [path]
+
+
+def read_splits(run: ParseRun, path: Path) -> dict[str, list[Tree]]:
+    """Train/dev/test trees of the treebank at `path`, preprocessed (`data.split` picks the split)."""
+    files = preprocess_treebank(read_treebank(path))
+    return (split_sample if run.data.split == "sample" else split_wsj)(files)
+
+
+def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
+    """The prepared data of `run`: read from the cache, or read, linearised and encoded into it."""
+    path = run.data.treebank_path(data_dir)
+    settings = run.data.model_dump(mode="json", exclude={"treebank"})
+    key = data_key({"family": "parsing", "data": settings}, treebank_files(path))
+    folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
+    info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
+    ids = load_sequences(folder / "examples.safetensors")
+    vocabs = vocabs_from_json(info["vocabs"], folder)
+    return TrainData(vocabs, list(zip(ids["train_src"], ids["train_tgt"])), list(zip(ids["valid_src"], ids["valid_tgt"])), info["dev_gold"])
+
+
+def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
+    splits = read_splits(run, path)
+    train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
+    log.info("parsing data: %d training trees (%d over %d words left out), %d dev trees",
+             len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
+    vocabs = build_vocabs(train, keep_words=run.data.keep_words, min_freq=run.data.min_freq)
+    train_ex = [encode_tree(vocabs, tree) for tree in train]
+    valid_ex = [encode_tree(vocabs, tree) for tree in splits["dev"]]
+    save_sequences(folder / "examples.safetensors", {"train_src": [s for s, _ in train_ex], "train_tgt": [t for _, t in train_ex],
+                                                     "valid_src": [s for s, _ in valid_ex], "valid_tgt": [t for _, t in valid_ex]})  # fmt: skip
+    info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in splits["dev"]]}
+    (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")
+
+
+def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed label-smoothed loss and NLL of a teacher-forced batch (as the translation task does)."""
+    features = model.features(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, D)
+    keep = batch.tgt_out != PAD  # (B, T)
+    return label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
+
+
+def dev_f1(model: nn.Module, vocabs: ParseVocabs, gold: list[str], decode, device: torch.device) -> dict[str, float]:
+    """EVALB (COLLINS.prm) F1, all lengths, of constrained parses of the gold trees' sentences.
+
+    The parses carry the gold POS tags: the model predicts none, and COLLINS.prm drops
+    punctuation by its tag.
+    """
+    trees = [parse_trees(line)[0] for line in gold]
+    results = parse_words(model, vocabs, [t.words() for t in trees], decode, tags=[t.tags() for t in trees])
+    summary = score(trees, [r.tree for r in results], COLLINS).summary()["all"]
+    return {"f1": summary["fmeasure"] or 0.0, "exact": summary["complete_match"] / 100, "repaired": sum(r.repaired for r in results)}
+
+
+class ParseTask:
+    """Linearised trees for the Transformer; a batch's size is its number of target symbols."""
+
+    unit = "tokens"
+
+    def __init__(self, run: ParseRun, data: TrainData) -> None:
+        self.run, self.data = run, data
+        self.vocabs = data.vocabs
+        self.train_lengths = sequence_lengths(data.train)
+
+    def build_model(self) -> nn.Module:
+        return build(self.run, self.vocabs)
+
+    def collate(self, index: list[int]) -> Batch:
+        return collate(self.data.train, index)
+
+    def size(self, batch: Batch) -> int:
+        return batch.n_tgt_tokens
+
+    def loss(self, model: nn.Module, batch: Batch, step: int) -> torch.Tensor:
+        return batch_loss(model, batch, self.run.train.label_smoothing)[0]
+
+    @torch.inference_mode()
+    def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
+        """Validation loss and perplexity, and (with `train.eval_bleu`) dev F1 of greedy parses."""
+        data, t = self.data, self.run.train
+        batcher = TokenBatcher(*sequence_lengths(data.valid), max_tokens=t.max_tokens, shuffle=False, seed=0)
+        loss_sum = nll_sum = n_tokens = 0.0
+        for index in batcher.epoch(0):
+            batch = collate(data.valid, index).to(device)
+            with autocast(device, t.precision):
+                loss, nll = batch_loss(model, batch, t.label_smoothing)
+            loss_sum, nll_sum, n_tokens = loss_sum + loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
+        metrics = {"loss": loss_sum / n_tokens, "ppl": perplexity(nll_sum, n_tokens)}
+        if t.eval_bleu:
+            n = t.eval_max_sentences or len(data.dev_gold)
+            decode = self.run.decode.with_overrides(beam=t.eval_beam, nbest=1)
+            metrics.update(dev_f1(model, self.vocabs, data.dev_gold[:n], decode, device))
+        return metrics
