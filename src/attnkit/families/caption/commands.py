@@ -31,6 +31,22 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     add_checkpoint(p)
     p.add_argument("--batch-size", type=positive_int, default=16, help="images per batch")
     p.set_defaults(func=cmd_caption, family=family)
+    s = sub.add_parser("caption-shapes", help="write a generated captioned image set (coloured shapes and their places)",
+                       description="Seeded coloured shapes at places of a 3 x 3 layout, captions naming them (docs/caption.md).")  # fmt: skip
+    s.add_argument("out", help="folder to write images_{train,valid}/ and captions_{train,valid}.txt into")
+    s.add_argument("--train", type=positive_int, default=2000, help="training images")
+    s.add_argument("--valid", type=positive_int, default=200, help="validation images")
+    s.add_argument("--size", type=positive_int, default=48, help="image side in pixels")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_shapes, family=family)
+
+
+def cmd_shapes(args: argparse.Namespace) -> int:
+    from attnkit.families.caption.shapes import write_shapes
+
+    scenes = write_shapes(args.out, {"train": args.train, "valid": args.valid}, seed=args.seed, size=args.size)
+    print(f"wrote {sum(map(len, scenes.values()))} images to {args.out} (e.g. {scenes['train'][0].caption!r})")
+    return 0
 
 
 def png_paths(out: str, count: int) -> list[Path]:
