@@ -10,28 +10,14 @@ import json
 import random
 
 import pytest
-import torch
 import yaml
 from PIL import Image
 
 from attnkit.cli import main
+from attnkit.commands.training import config_path
 from attnkit.families import load_run
 from attnkit.families.caption.infer import caption_images
-from attnkit.families.caption.shapes import place_cells, random_scene, write_shapes
-from attnkit.commands.training import config_path
-
-
-@pytest.fixture(scope="module")
-def shapes_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shapes")
-    scenes = write_shapes(root / "data", {"train": 2000, "valid": 100}, seed=0)
-    tree = yaml.safe_load(config_path("caption-shapes").read_text())
-    tree["data"]["dir"] = str(root / "data")
-    tree["train"].update(max_steps=400, eval_every=400, eval_max_sentences=100, log_every=1000)
-    (root / "shapes.yaml").write_text(yaml.safe_dump(tree))
-    torch.set_num_threads(1)
-    assert main(["train", str(root / "shapes.yaml"), "--out", str(root / "run")]) == 0
-    return root, scenes["valid"]
+from attnkit.families.caption.shapes import place_cells, random_scene
 
 
 def test_held_out_bleu4_and_attention_on_the_named_object(shapes_run):
@@ -103,7 +89,8 @@ def test_bad_caption_data_stops_training_with_one_line(shapes_run, tmp_path, cap
     root, _ = shapes_run
     data = root / "data"
     captions = (data / "captions_valid.txt").read_text().splitlines(keepends=True)
-    text = {"empty": "", "missing": captions[0] + "nowhere.png#0\ta red circle at the top\n" + "".join(captions[1:]), "uncaptioned": "".join(captions[1:])}[case]
+    missing = captions[0] + "nowhere.png#0\ta red circle at the top\n" + "".join(captions[1:])
+    text = {"empty": "", "missing": missing, "uncaptioned": "".join(captions[1:])}[case]
     (tmp_path / "captions.txt").write_text(text)
     tree = yaml.safe_load(config_path("caption-shapes").read_text())
     tree["data"].update(dir=str(data), valid_captions=str(tmp_path / "captions.txt"))
