@@ -102,3 +102,17 @@ def test_cached_features_equal_recomputed(tmp_path):
     (folder / "0.png").write_bytes((folder / "1.png").read_bytes())  # other bytes: another key
     _, changed = cached_features(tmp_path / "cache", ImageSource(folder), 64, encoder)
     assert torch.equal(changed[0], changed[1]) and len(list((tmp_path / "cache" / "prepared").iterdir())) == 2
+
+
+def test_lite0_without_weights_falls_back_to_the_small_cnn(monkeypatch, caplog):
+    from attnkit.errors import CheckpointError
+    from attnkit.families.caption import encoders
+
+    def missing():
+        raise CheckpointError("not installed")
+
+    monkeypatch.setattr(lite0, "find_weights", missing)
+    with caplog.at_level("WARNING", logger="attnkit"):
+        assert encoders.effective_encoder("lite0") == "small_cnn"
+    assert "training the small CNN from scratch instead" in caplog.text
+    assert encoders.effective_encoder("small_cnn") == "small_cnn"
