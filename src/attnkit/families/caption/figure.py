@@ -37,7 +37,7 @@ def attention_strip(path: str | Path, image: Image.Image, words: Sequence[str], 
     plt = pyplot()
     panels = len(words) + 1
     rows, cols = -(-panels // per_row), min(panels, per_row)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.0 * cols, 2.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.0 * cols, 2.5 * rows), squeeze=False)
     pixels = np.asarray(image)
     for k, ax in enumerate(axes.flat):
         ax.axis("off")
