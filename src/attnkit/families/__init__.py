@@ -37,6 +37,11 @@ def family_of(kind: str) -> Family:
     return KINDS[kind]
 
 
+def run_family_of(run: RunBase) -> Family:
+    """The family of a validated run: the one its `task` names, else the one of its `model.kind`."""
+    return FAMILIES[run.task] if run.task else KINDS[run.model.kind]
+
+
 def family_for(tree: dict[str, Any], source: str) -> Family:
     """The family of a config tree: the one its `task` names, else the one of its `model.kind`."""
     task = tree.get("task")

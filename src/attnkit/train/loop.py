@@ -7,7 +7,7 @@ schedule, optimizer step; every `eval_every` updates: the task's validation metr
 the position in the epoch, so a resumed run equals an uninterrupted one.
 
 Model families differ only in their `Task` (`attnkit.families.protocol`), which the run's family
-(`attnkit.families.family_of(run.model.kind)`) prepares. Under torchrun the same function trains one
+(`attnkit.families.run_family_of(run)`: its `task`, else its `model.kind`) prepares. Under torchrun the same function trains one
 data-parallel rank (`train/distributed.py`): its shard of the batches, gradients all-reduced, files
 written and validation run by rank 0 only. Rank 0 holds the run folder's lock (`artifacts/lock.py`)
 for the whole job, so a second run into the same folder is refused.
@@ -43,7 +43,7 @@ from attnkit.artifacts.runs import read_run, write_run
 from attnkit.config.schema import RunBase as Run
 from attnkit.data.batching import TokenBatcher
 from attnkit.errors import CheckpointError, TrainingError
-from attnkit.families import family_of
+from attnkit.families import run_family_of
 from attnkit.families.protocol import Family, Task
 from attnkit.io import atomic_write_text
 from attnkit.precision import autocast, grad_scaler, pick_device
@@ -260,7 +260,7 @@ def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.devi
     if t.threads:
         torch.set_num_threads(t.threads)
     torch.manual_seed(t.seed)
-    family = family_of(run.model.kind)
+    family = run_family_of(run)
     if world.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails here, before the data is prepared
     with world.main_first():  # rank 0 prepares the data (and tokenizers) that the others then read

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
 
 from attnkit.config.models import Transformer
@@ -41,7 +42,16 @@ def generate(rng: random.Random, symbol: str = "S") -> Tree:
     return Tree(label, tuple(generate(rng, child) for child in children))
 
 
-def test_a_tiny_parser_learns_a_synthetic_grammar():
+@pytest.fixture
+def one_thread():
+    """The same numbers whatever thread count an earlier test left (matmul sums split by thread)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_a_tiny_parser_learns_a_synthetic_grammar(one_thread):
     rng = random.Random(0)
     train = [generate(rng) for _ in range(400)]
     test = [generate(rng) for _ in range(40)]
