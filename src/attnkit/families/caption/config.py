@@ -14,7 +14,7 @@ class CaptionData(Strict):
 
     Caption files are Flickr8k token files (``IMAGE_ID#K<TAB>caption``), TSV with a header or JSONL
     (`attnkit.families.caption.captions`); `image_column`/`caption_column` name TSV/JSONL fields.
-    Relative paths are read under `dir` (or ``--data-dir``). Captions are lowercased and split into
+    Relative paths are read under `dir` (or ``attnkit train --data DIR``). Captions are lowercased and split into
     words (punctuation dropped, `codec.words`); training captions keep at most `max_len` words,
     words seen fewer than `min_freq` times in the training captions become <unk>.
     """

@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from attnkit.errors import AttnkitError
 from attnkit.families.caption.codec import words
@@ -46,11 +48,22 @@ def _tokenized(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -
 
 
 def _ptb(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[dict, dict]:
-    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+    """pycocoevalcap's PTB tokenization (Stanford CoreNLP 3.4.1, lowercased, punctuation dropped),
+    run as its `PTBTokenizer` runs it but with java's progress line kept off our stderr."""
+    from pycocoevalcap.tokenizer import ptbtokenizer
 
-    tokenizer = PTBTokenizer()
-    gts = tokenizer.tokenize({i: [{"caption": r} for r in refs] for i, refs in enumerate(references)})
-    res = tokenizer.tokenize({i: [{"caption": h}] for i, h in enumerate(hypotheses)})
+    lines = [h for h in hypotheses] + [r for refs in references for r in refs]
+    command = ["java", "-cp", ptbtokenizer.STANFORD_CORENLP_3_4_1_JAR, "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines", "-lowerCase"]
+    done = subprocess.run(command, input="\n".join(line.replace("\n", " ") for line in lines).encode(), capture_output=True,
+                          cwd=Path(ptbtokenizer.__file__).parent, check=False)  # fmt: skip
+    tokens = done.stdout.decode().split("\n")
+    if done.returncode != 0 or len(tokens) < len(lines):
+        raise AttnkitError(f"the PTB tokenizer (java) failed: {done.stderr.decode().strip()[:200]}")
+    clean = [" ".join(w for w in t.rstrip().split(" ") if w not in ptbtokenizer.PUNCTUATIONS) for t in tokens[: len(lines)]]
+    res = {i: [clean[i]] for i in range(len(hypotheses))}
+    gts, at = {}, len(hypotheses)
+    for i, refs in enumerate(references):
+        gts[i], at = clean[at : at + len(refs)], at + len(refs)
     return gts, res
 
 

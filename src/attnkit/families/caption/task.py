@@ -66,7 +66,7 @@ class CaptionBatch:
 
 
 def resolve(path: str, base: str | None) -> str:
-    """A data path, relative ones under `base` (``--data-dir`` or ``data.dir``)."""
+    """A data path, relative ones under `base` (``attnkit train --data`` or ``data.dir``)."""
     return str(Path(base) / path) if base and not Path(path).is_absolute() else path
 
 
