@@ -95,44 +95,34 @@ class ExploreOptions:
     words: bool = False  # merge subword pieces into words
 
 
-class Family(Protocol):
-    """Everything the core needs from one model family (see the module docstring)."""
+@dataclass(frozen=True)
+class Family:
+    """Everything the core needs from one model family (see the module docstring).
+
+    A family's `__init__.py` builds its one `Family` from its modules' functions; nothing here is
+    subclassed.
+    """
 
     name: str  # what it does, as `GET /v1/models` and error messages name it
-    kinds: tuple[str, ...]  # the `model.kind` values it builds
+    kinds: tuple[str, ...]  # the `model.kind` values it builds (empty: configs name it with `task:`)
     run_schema: type[RunBase]
     api: Api
-
-    def task(self, run: Any, run_dir: Path, data_dir: str | None) -> Task:
-        """Prepare the data (or reuse the prepared artifact) and return the training task."""
-
-    def vocabs_to_json(self, vocabs: Any, run_dir: Path) -> dict:
-        """What run.json stores (tokenizer files are copied into `run_dir`)."""
-
-    def vocabs_from_json(self, info: dict, run_dir: Path) -> Any:
-        """The inverse of `vocabs_to_json` (KeyError/TypeError/ValueError on malformed input)."""
-
-    def build(self, run: Any, vocabs: Any) -> nn.Module:
-        """The run's model, sized for `vocabs`."""
+    task: Callable[[Any, Path, str | None], Task]  # (run, run_dir, data_dir): prepare the data (or reuse it)
+    vocabs_to_json: Callable[[Any, Path], dict]  # what run.json stores (tokenizer files copied into the folder)
+    vocabs_from_json: Callable[[dict, Path], Any]  # its inverse (KeyError/TypeError/ValueError when malformed)
+    build: Callable[[Any, Any], nn.Module]  # (run, vocabs) -> the model
+    commands: Callable[[argparse._SubParsersAction, Family], None]  # add the family's CLI verbs
+    evaluate_options: Callable[[argparse.ArgumentParser], list[str]]  # add `evaluate` options (add_once); their dests
+    evaluate: Callable[[argparse.Namespace, Callable[[], Any]], dict]  # check the options, then load() and score
+    records: Callable[[Any, Sequence[str], ExploreOptions], list[dict]]  # JSON of `report` and the web UI
+    views: Callable[[Any, Sequence[str], ExploreOptions], list[list[Any]]]  # `plot`: AttentionViews per line
+    info: Callable[[Any], dict]  # extra fields of `GET /v1/models`
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
-        """Add the family's own CLI verbs (each sets `func`)."""
+        self.commands(sub, self)
 
     def add_evaluate_arguments(self, parser: argparse.ArgumentParser) -> list[str]:
-        """Add what `attnkit evaluate` needs for this family (skipping options already there);
-        returns the names (argparse dests) of the options it reads."""
-
-    def evaluate(self, args: argparse.Namespace, load: Callable[[], Any]) -> dict:
-        """`attnkit evaluate`: check the options, then `load()` the run and score it (a JSON-ready report)."""
-
-    def records(self, loaded: Any, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
-        """The JSON records of `report` and the web UI: outputs with their attention."""
-
-    def views(self, loaded: Any, lines: Sequence[str], options: ExploreOptions) -> list[list[Any]]:
-        """`plot`: per line, its `attnkit.viz.views.AttentionView`s (every kind, layer and head)."""
-
-    def info(self, loaded: Any) -> dict:
-        """Extra fields of `GET /v1/models` (e.g. the decoding settings)."""
+        return self.evaluate_options(parser)
 
 
 def add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> None:

@@ -11,9 +11,7 @@ metrics (`scores`), generated shape images (`shapes`), the CLI verbs (`commands`
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import torch
 
@@ -22,63 +20,43 @@ from attnkit.families.caption import codec, commands
 from attnkit.families.caption.api import API, caption_record
 from attnkit.families.caption.config import CaptionRun
 from attnkit.families.caption.infer import caption_images
-from attnkit.families.caption.model import ShowAttendTell, build
+from attnkit.families.caption.model import build
 from attnkit.families.caption.task import CaptionTask
-from attnkit.families.protocol import ExploreOptions
+from attnkit.families.protocol import ExploreOptions, Family
 
 
 def _cells(grid: int) -> list[str]:
     return [f"r{r}c{c}" for r in range(grid) for c in range(grid)]
 
 
-class CaptionFamily:
-    name = "captioning"
-    kinds = ("show_attend_tell",)
-    run_schema = CaptionRun
-    api = API
-
-    def task(self, run: CaptionRun, run_dir: Path, data_dir: str | None) -> CaptionTask:
-        return CaptionTask(run, run_dir, data_dir)
-
-    def vocabs_to_json(self, vocabs: codec.CaptionVocabs, run_dir: Path) -> dict:
-        return codec.vocabs_to_json(vocabs, run_dir)
-
-    def vocabs_from_json(self, info: dict, run_dir: Path) -> codec.CaptionVocabs:
-        return codec.vocabs_from_json(info, run_dir)
-
-    def build(self, run: CaptionRun, vocabs: codec.CaptionVocabs) -> ShowAttendTell:
-        return build(run, vocabs)
-
-    def add_commands(self, sub: argparse._SubParsersAction) -> None:
-        commands.add_commands(sub, self)
-
-    def add_evaluate_arguments(self, parser: argparse.ArgumentParser) -> list[str]:
-        return commands.add_evaluate_arguments(parser)
-
-    def evaluate(self, args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
-        return commands.evaluate(args, load)
-
-    def records(self, loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
-        """Per image path: the caption record plus the report's fields (source, text, n-best, a
-        words x cells map under "cross")."""
-        out = []
-        for i, (line, r) in enumerate(zip(lines, caption_images(loaded, list(lines), options.decode))):
-            maps = {"cross": {"rows": r.words, "cols": _cells(r.grid), "layers": [[r.attention]]}}
-            nbest = [{"text": c, "score": s, "finished": True} for c, s in r.nbest]
-            out.append({**caption_record(i, line, r), "source": line, "text": r.caption, "nbest": nbest, "maps": maps})
-        return out
-
-    def views(self, loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list]:
-        from attnkit.viz.plot import AttentionView
-
-        views = []
-        for r in caption_images(loaded, list(lines), options.decode):
-            weights = torch.tensor(r.attention).unsqueeze(0)  # (1, T, P)
-            views.append([AttentionView("cross", r.words, _cells(r.grid), [weights], "attention over the image grid", ("cell", "word"))])
-        return views
-
-    def info(self, loaded: LoadedRun) -> dict:
-        return {"decode": loaded.run.decode.model_dump(), "encoder": loaded.vocabs.encoder, "grid": loaded.model.grid}
+def _records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
+    """Per image path: the caption record plus the report's fields (source, text, n-best, a
+    words x cells map under "cross")."""
+    out = []
+    for i, (line, r) in enumerate(zip(lines, caption_images(loaded, list(lines), options.decode))):
+        maps = {"cross": {"rows": r.words, "cols": _cells(r.grid), "layers": [[r.attention]]}}
+        nbest = [{"text": c, "score": s, "finished": True} for c, s in r.nbest]
+        out.append({**caption_record(i, line, r), "source": line, "text": r.caption, "nbest": nbest, "maps": maps})
+    return out
 
 
-FAMILY = CaptionFamily()
+def _views(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list]:
+    from attnkit.viz.plot import AttentionView
+
+    views = []
+    for r in caption_images(loaded, list(lines), options.decode):
+        weights = torch.tensor(r.attention).unsqueeze(0)  # (1, T, P)
+        views.append([AttentionView("cross", r.words, _cells(r.grid), [weights], "attention over the image grid", ("cell", "word"))])
+    return views
+
+
+def _info(loaded: LoadedRun) -> dict:
+    return {"decode": loaded.run.decode.model_dump(), "encoder": loaded.vocabs.encoder, "grid": loaded.model.grid}
+
+
+FAMILY = Family(
+    name="captioning", kinds=("show_attend_tell",), run_schema=CaptionRun, api=API, task=CaptionTask,
+    vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
+    commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
+    records=_records, views=_views, info=_info,
+)  # fmt: skip

@@ -9,13 +9,11 @@ lists.
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.protocol import ExploreOptions
+from attnkit.families.protocol import ExploreOptions, Family
 from attnkit.families.translation import codec, commands, demo
 from attnkit.families.translation.api import API
 from attnkit.families.translation.config import TranslationRun
@@ -24,43 +22,27 @@ from attnkit.families.translation.model import build
 from attnkit.families.translation.task import TranslationTask, load_data
 
 
-class TranslationFamily:
-    name = "translation"
-    kinds = ("transformer", "rnn")
-    run_schema = TranslationRun
-    api = API
-
-    def task(self, run: TranslationRun, run_dir: Path, data_dir: str | None) -> TranslationTask:
-        return TranslationTask(run, load_data(run, run_dir, data_dir))
-
-    def vocabs_to_json(self, vocabs: codec.Vocabs, run_dir: Path) -> dict:
-        return codec.vocabs_to_json(vocabs, run_dir)
-
-    def vocabs_from_json(self, info: dict, run_dir: Path) -> codec.Vocabs:
-        return codec.vocabs_from_json(info, run_dir)
-
-    def build(self, run: TranslationRun, vocabs: codec.Vocabs) -> Any:
-        return build(run, vocabs)
-
-    def add_commands(self, sub: argparse._SubParsersAction) -> None:
-        commands.add_commands(sub, self)
-
-    def add_evaluate_arguments(self, parser: argparse.ArgumentParser) -> list[str]:
-        return commands.add_evaluate_arguments(parser)
-
-    def evaluate(self, args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
-        return commands.evaluate(args, load)
-
-    def records(self, loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
-        return [record(e) for e in explore(loaded, lines, options.decode, words=options.words)]
-
-    def views(self, loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list]:
-        return [e.views for e in explore(loaded, lines, options.decode, words=options.words)]
-
-    def info(self, loaded: LoadedRun) -> dict:
-        return {"beam": loaded.run.decode.beam, "alpha": loaded.run.decode.alpha}
+def _task(run: TranslationRun, run_dir: Path, data_dir: str | None) -> TranslationTask:
+    return TranslationTask(run, load_data(run, run_dir, data_dir))
 
 
-FAMILY = TranslationFamily()
+def _records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
+    return [record(e) for e in explore(loaded, lines, options.decode, words=options.words)]
 
-__all__ = ["FAMILY", "TranslationFamily", "demo"]
+
+def _views(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list]:
+    return [e.views for e in explore(loaded, lines, options.decode, words=options.words)]
+
+
+def _info(loaded: LoadedRun) -> dict:
+    return {"beam": loaded.run.decode.beam, "alpha": loaded.run.decode.alpha}
+
+
+FAMILY = Family(
+    name="translation", kinds=("transformer", "rnn"), run_schema=TranslationRun, api=API, task=_task,
+    vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
+    commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
+    records=_records, views=_views, info=_info,
+)  # fmt: skip
+
+__all__ = ["FAMILY", "demo"]
