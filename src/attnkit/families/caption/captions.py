@@ -15,15 +15,13 @@ an image without a caption.
 
 from __future__ import annotations
 
-import codecs
-import gzip
 import json
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnkit.data.text import iter_jsonl, iter_text_lines
 from attnkit.errors import DataError
 from attnkit.families.caption.images import ImageSource
 
@@ -103,7 +101,7 @@ def read_captioned_images(
 
 def _token_records(path: Path) -> Iterator[tuple[int, str, str]]:
     seen: dict[tuple[str, str], int] = {}
-    for number, line in _text_lines(path):
+    for number, line in iter_text_lines(path, strip=False):
         if not line.strip():
             continue
         key, tab, caption = line.partition("\t")
@@ -118,7 +116,7 @@ def _token_records(path: Path) -> Iterator[tuple[int, str, str]]:
 
 
 def _tsv_records(path: Path, image_column: str, caption_column: str) -> Iterator[tuple[int, str, str]]:
-    lines = _text_lines(path)
+    lines = iter_text_lines(path, strip=False)
     first = next(lines, None)
     if first is None:
         return
@@ -140,15 +138,7 @@ def _tsv_records(path: Path, image_column: str, caption_column: str) -> Iterator
 
 
 def _jsonl_records(path: Path, image_column: str, caption_column: str) -> Iterator[tuple[int, str, str]]:
-    for number, line in _text_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}, line {number}: invalid JSON ({err.msg} at column {err.colno})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+    for number, row in iter_jsonl(path):
         for column in (image_column, caption_column):
             if column not in row:
                 raise DataError(f"{path}, line {number}: no field {column!r}")
@@ -172,24 +162,3 @@ def _caption(value: str, path: Path, number: int) -> str:
     if not value.strip():
         raise DataError(f"{path}, line {number}: empty caption")
     return value.strip()
-
-
-def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, text without line end)`` of a plain or ``.gz`` UTF-8 file (BOM dropped)."""
-    try:
-        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8) :]
-                try:
-                    yield number, raw.decode("utf-8").rstrip("\r\n")
-                except UnicodeDecodeError as err:
-                    raise DataError(f"{path}, line {number}: invalid UTF-8 (byte 0x{err.object[err.start]:02x})") from None
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: is a directory, expected a caption file") from None
-    except (gzip.BadGzipFile, EOFError, zlib.error) as err:
-        raise DataError(f"{path}: not a valid gzip file ({err})") from None
-    except OSError as err:
-        raise DataError(f"{path}: cannot read ({err.strerror or err})") from None
