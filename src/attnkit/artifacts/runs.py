@@ -61,10 +61,15 @@ def config_tree(run_dir: str | Path) -> dict[str, Any]:
         raise CheckpointError(str(e)) from None
 
 
+def tree_kind(tree: dict[str, Any]) -> Any:
+    """A config tree's `model.kind` (the default kind when the model section or its kind is absent)."""
+    model = tree.get("model")
+    return model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else DEFAULT_MODEL_KIND
+
+
 def describe(tree: dict[str, Any]) -> str:
     """How errors name a config's model: its `task` if it has one, else its `model.kind`."""
-    model = tree.get("model")
-    kind = model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else DEFAULT_MODEL_KIND
+    kind = tree_kind(tree)
     return f"{tree['task']} ({kind})" if tree.get("task") else str(kind)
 
 
@@ -73,8 +78,7 @@ def belongs(tree: dict[str, Any], family: Any) -> bool:
     `model.kind` the family builds."""
     if tree.get("task"):
         return tree["task"] == family.name
-    model = tree.get("model")
-    return (model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else DEFAULT_MODEL_KIND) in family.kinds
+    return tree_kind(tree) in family.kinds
 
 
 def read_run(run_dir: str | Path, family: Any) -> tuple[Any, Any]:

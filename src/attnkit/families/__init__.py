@@ -49,8 +49,7 @@ def family_for(tree: dict[str, Any], source: str) -> Family:
         if task not in FAMILIES:
             raise ConfigError(f"{source}: task: unknown task {task!r} (known: {', '.join(FAMILIES)})")
         return FAMILIES[task]
-    model = tree.get("model")
-    kind = model.get("kind", DEFAULT_MODEL_KIND) if isinstance(model, dict) else DEFAULT_MODEL_KIND
+    kind = runs.tree_kind(tree)
     if kind not in KINDS:
         raise ConfigError(f"{source}: model.kind: unknown model kind {kind!r} (known: {', '.join(repr(k) for k in KINDS)})")
     return KINDS[kind]
