@@ -221,7 +221,8 @@ class _StopOnSignal:
             signal.signal(s, handler)
 
 
-def _done(run: Run, state: TrainState) -> bool:
+def done(run: Run, state: TrainState) -> bool:
+    """Whether `state` has spent the run's budget (steps, epochs or minutes) or stopped early."""
     t = run.train
     return (
         state.stopped_early
@@ -304,15 +305,16 @@ def _loop(run: Run, state: TrainState, trainer: Trainer, batcher: TokenBatcher, 
           emit: Callable, metrics_log: MetricsLog, evaluate: Callable[[], None]) -> None:  # fmt: skip
     """Updates until the run is done or a signal asks to stop; validation every `eval_every`."""
     t = run.train
-    while not _done(run, state) and not stop.received:
+    while not done(run, state) and not stop.received:
         epoch = batcher.epoch(state.epoch)
-        while state.batch_in_epoch < len(epoch) and not _done(run, state) and not stop.received:
+        while state.batch_in_epoch < len(epoch) and not done(run, state) and not stop.received:
             started = time.perf_counter()
             group = epoch[state.batch_in_epoch : state.batch_in_epoch + t.accum]
             batches = [trainer.task.collate(index) for index in group]
             loss = trainer.update(batches, state)
             state.batch_in_epoch += len(group)
             seconds = time.perf_counter() - started
+            state.update_seconds += seconds
             # Ranks agree on the clock (max_minutes) and on a signal any of them got, to stop together.
             agreed = trainer.world.max([state.elapsed + seconds, float(stop.requested is not None)], trainer.device)
             state.elapsed, stopping = agreed
