@@ -95,7 +95,10 @@ def test_killed_sweep_resumes_without_redoing_finished_rows(tmp_path: Path, caps
     assert lines[2].startswith("[2/2] n_heads=2: BLEU ") and lines[2].endswith(f"{STEPS} steps")
     assert {p: p.stat().st_mtime_ns for p in untouched} == untouched
     table = json.loads((out / "table.json").read_text())
-    assert [(r["name"], r["steps"], r["overrides"]) for r in table["rows"]] == [("n_heads=1", STEPS, ["model.n_heads=1"]), ("n_heads=2", STEPS, ["model.n_heads=2"])]
+    assert [(r["name"], r["steps"], r["overrides"]) for r in table["rows"]] == [
+        ("n_heads=1", STEPS, ["model.n_heads=1"]),
+        ("n_heads=2", STEPS, ["model.n_heads=2"]),
+    ]
     for row in table["rows"]:
         assert row["params"] > 0 and row["tokens_per_s"] > 0 and row["minutes"] > 0
         assert 0 <= row["metrics"]["bleu"] <= 100 and row["metrics"]["ppl"] > 1

@@ -12,6 +12,7 @@ from attnkit.config.args import positive_float, positive_int
 def _sweep_from_args(args: argparse.Namespace):
     """The `Sweep` of the command line: a run config with --grid, or a sweep file (its options overridable here)."""
     from attnkit.config.sweep import Sweep, budget_overrides, combine, file_axes, grid_axes, grid_variants, is_sweep_file, named_variants, read_sweep_file
+    from attnkit.errors import ConfigError
 
     spec = config_path(args.config)
     if is_sweep_file(spec):
@@ -23,6 +24,12 @@ def _sweep_from_args(args: argparse.Namespace):
     else:
         config, named, axes, common, steps, minutes = spec, [], [], [], args.steps, args.minutes
     variants = combine(named, grid_variants(axes + grid_axes(args.grid)))
+    if args.only:
+        wanted = [name.strip() for name in args.only.split(",")]
+        unknown = [name for name in wanted if name not in {v.name for v in variants}]
+        if unknown:
+            raise ConfigError(f"--only {args.only}: no variant {', '.join(unknown)} (variants: {', '.join(v.name for v in variants)})")
+        variants = tuple(v for v in variants if v.name in wanted)
     return Sweep(config=Path(config), variants=variants, budget=budget_overrides(steps, minutes), common=(*common, *args.set))
 
 
@@ -50,6 +57,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=positive_int, help="updates per variant")
     budget.add_argument("--minutes", type=positive_float, help="minutes of training per variant")
+    p.add_argument("--only", metavar="NAME,NAME", help="train only these variants (e.g. two rows of a sweep file, into their own --out)")
     p.add_argument("--jobs", type=positive_int, default=1, help="variants trained at once, each in its own process (default 1: one after another)")
     p.add_argument("--data", help="folder holding the corpus (as attnkit train --data)")
     p.set_defaults(func=cmd_sweep)

@@ -81,7 +81,9 @@ def write_tables(out: Path, sweep: dict, rows: list[dict]) -> None:
     common = "".join(f" --set {o}" for o in sweep["common"])
     title = f"Sweep of {sweep['config']}{common}, each variant {budget}"
     atomic_write_text(out / "table.md", f"{title}\n\n{markdown(rows)}")
-    atomic_write_text(out / "table.json", json.dumps({"config": sweep["config"], "common": sweep["common"], "budget": sweep["budget"], "rows": rows}, indent=1) + "\n")
+    atomic_write_text(
+        out / "table.json", json.dumps({"config": sweep["config"], "common": sweep["common"], "budget": sweep["budget"], "rows": rows}, indent=1) + "\n"
+    )
     panels = {label: [r["metrics"].get(key) for r in rows] for label, key, _ in _columns(rows)}
     panels["params (M)"] = [r["params"] / 1e6 for r in rows]
     panels["tokens/s"] = [r["tokens_per_s"] for r in rows]
