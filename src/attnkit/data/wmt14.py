@@ -54,10 +54,14 @@ class Archive:
 
 ARCHIVES = {
     "training-parallel-europarl-v7.tgz": Archive(
-        "http://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz", ("sha256", "0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7"), 657632379
+        "http://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz",
+        ("sha256", "0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7"),
+        657632379,
     ),
     "training-parallel-commoncrawl.tgz": Archive(
-        "http://www.statmt.org/wmt13/training-parallel-commoncrawl.tgz", ("sha256", "c7a74e2ea01ac6c920123108627e35278d4ccb5701e15428ffa34de86fa3a9e5"), 918311367
+        "http://www.statmt.org/wmt13/training-parallel-commoncrawl.tgz",
+        ("sha256", "c7a74e2ea01ac6c920123108627e35278d4ccb5701e15428ffa34de86fa3a9e5"),
+        918311367,
     ),
     "training-parallel-nc-v9.tgz": Archive(
         "http://www.statmt.org/wmt14/training-parallel-nc-v9.tgz", ("sha256", "cb8953f292298e6877ae433c98912b927cb0766b303f4540512ddd286c748485"), 80418416

@@ -42,7 +42,9 @@ def wmt14_dir(data: Data, override: str | None = None) -> Path:
     folder = Path(override or data.dir or f"data/wmt14-{pair}")
     missing = [f.name for stem in WMT14_SPLITS.values() for lang in langs if not (f := _wmt14_file(folder, stem, lang)).is_file()]
     if missing:
-        raise DataError(f"WMT14 {pair} not found in {folder} (missing {', '.join(missing)}): run `attnkit data fetch wmt14 --pair {pair} --dest {folder}`, or pass --data DIR")
+        raise DataError(
+            f"WMT14 {pair} not found in {folder} (missing {', '.join(missing)}): run `attnkit data fetch wmt14 --pair {pair} --dest {folder}`, or pass --data DIR"
+        )
     return folder
 
 
