@@ -12,11 +12,11 @@ import sys
 from collections.abc import Sequence
 
 from attnkit import __version__
-from attnkit.commands import data, doctor, explore, training
+from attnkit.commands import data, doctor, explore, sweep, training
 from attnkit.commands.training import PRESETS
 from attnkit.errors import AttnkitError
 
-JEMALLOC_COMMANDS = {"train", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
+JEMALLOC_COMMANDS = {"train", "sweep", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
 
 __all__ = ["PRESETS", "main"]
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     training.add(sub)
+    sweep.add(sub)
     explore.add_evaluate(sub, FAMILIES)
     explore.add(sub)
     data.add(sub)

@@ -52,7 +52,7 @@ def test_copy_from_folder_then_skip_present_files(multi30k: Path, tmp_path: Path
     assert len(paths) == 12
     assert all(p.read_bytes() == (multi30k / p.name).read_bytes() for p in paths)
     assert not list(dest.glob("*.part"))
-    monkeypatch.setattr(fetch, "_fetch_one", lambda *a: pytest.fail("re-fetched a verified file"))
+    monkeypatch.setattr(fetch, "fetch_file", lambda *a: pytest.fail("re-fetched a verified file"))
     assert fetch_multi30k(dest, from_dir=multi30k) == paths
 
 

@@ -40,6 +40,19 @@ def test_accumulation_counts_updates_not_batches(tmp_path):
     assert state.step == 2 and state.batch_in_epoch == 4
 
 
+def test_checkpoint_minutes_writes_checkpoints_between_validations(tmp_path):
+    import json
+
+    from attnkit.artifacts.checkpoint import checkpoint_dirs
+
+    # A checkpoint after every update (0.6 ms of training each), validation only at the end.
+    state = train(tiny(eval_every=1000, checkpoint_minutes=1e-5, keep_last=10), tmp_path / "run")
+    dirs = checkpoint_dirs(tmp_path / "run")
+    assert [d.name for d in dirs] == [f"step_{i:08d}" for i in range(1, 7)] and state.step == 6
+    metrics = [json.loads((d / "state.json").read_text())["metrics"] for d in dirs]
+    assert all(m == {} for m in metrics[:-1]) and "loss" in metrics[-1]  # validated only at the end
+
+
 def test_refuses_to_overwrite_a_trained_run(tmp_path):
     train(tiny(max_steps=3), tmp_path / "run")
     with pytest.raises(CheckpointError, match="already holds checkpoints; pass --resume"):

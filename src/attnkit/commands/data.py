@@ -32,11 +32,23 @@ def cmd_data_check(args: argparse.Namespace) -> int:
 
 def cmd_data_fetch(args: argparse.Namespace) -> int:
     from attnkit.data.fetch import fetch_multi30k
+    from attnkit.data.wmt14 import fetch_wmt14
+    from attnkit.errors import DataError
     from attnkit.progress import DownloadProgress
 
+    if args.corpus == "multi30k":
+        if args.pair:
+            raise DataError("--pair is for wmt14 (multi30k fetches every language)")
+        dest = args.dest or "data/multi30k"
+        with DownloadProgress() as progress:
+            paths = fetch_multi30k(dest, from_dir=args.from_dir, progress=progress.update)
+        print(f"multi30k: {len(paths)} files verified in {dest}")
+        return 0
+    pair = args.pair or "en-de"
+    dest = args.dest or f"data/wmt14-{pair}"
     with DownloadProgress() as progress:
-        paths = fetch_multi30k(args.dest, from_dir=args.from_dir, progress=progress.update)
-    print(f"multi30k: {len(paths)} files verified in {args.dest}")
+        paths = fetch_wmt14(dest, pair, from_dir=args.from_dir, progress=progress.update)
+    print(f"wmt14 {pair}: archives verified; {len(paths)} text files in {dest} ({', '.join(p.name for p in paths)})")
     return 0
 
 
@@ -54,9 +66,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-ratio", type=positive_float, default=3.0, help="length ratio above which a pair is an outlier")
     p.set_defaults(func=cmd_data_check)
     p = data.add_parser(
-        "fetch", help="download a corpus and verify its checksums", description="Download Multi30k task 1 (raw en/de/fr/cs) and verify sha256 sums."
+        "fetch",
+        help="download a corpus and verify its checksums",
+        description="Download Multi30k task 1 (raw en/de/fr/cs), or the WMT 2014 training, newstest2013 and newstest2014 data of a pair, "
+        "and verify the published checksums (docs/data.md).",
     )
-    p.add_argument("corpus", choices=["multi30k"])
-    p.add_argument("--dest", required=True, help="folder to write the files to")
-    p.add_argument("--from", dest="from_dir", help="copy from this local folder instead of downloading")
+    p.add_argument("corpus", choices=["multi30k", "wmt14"])
+    p.add_argument("--pair", choices=["en-de", "en-fr"], help="wmt14: the language pair (default en-de)")
+    p.add_argument("--dest", help="folder to write the files to (default data/multi30k or data/wmt14-PAIR, where the configs look)")
+    p.add_argument("--from", dest="from_dir", help="copy the files (Multi30k) or archives (WMT14) from this local folder instead of downloading")
     p.set_defaults(func=cmd_data_fetch)

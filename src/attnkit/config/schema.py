@@ -62,6 +62,7 @@ class Train(Strict):
     max_epochs: PositiveInt | None = None
     max_minutes: PositiveFloat | None = None
     eval_every: PositiveInt = 1000
+    checkpoint_minutes: PositiveFloat | None = None  # also a checkpoint (no validation) every N minutes of training (Vaswani et al.: 10)
     eval_bleu: bool = True
     eval_beam: PositiveInt = 1
     eval_max_sentences: PositiveInt | None = None

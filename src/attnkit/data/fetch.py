@@ -3,6 +3,9 @@
 Multi30k (Elliott et al., 2016): English image descriptions with German, French and Czech
 translations, parallel by line. Files come from the ``multi30k/dataset`` GitHub repository at a
 fixed commit and must match the sha256 values below (from ``shared/data/README.md``).
+
+`fetch_file` (one verified transfer through a ``.part`` file) and `file_digest` serve every
+corpus (`attnkit.data.wmt14` too).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ TIMEOUT_S = 60
 _CHUNK = 1 << 16
 
 Progress = Callable[[str, int, int | None], None]  # (file name, bytes done, bytes total or None)
+Checksum = tuple[str, str]  # (hashlib algorithm, "sha256" or "md5"; its hex digest)
 
 
 def fetch_multi30k(
@@ -90,36 +94,38 @@ def fetch_multi30k(
     paths = []
     for name in names:
         target, expected = dest / name, MULTI30K_SHA256[name]
-        if target.is_file() and _file_sha256(target) == expected:
+        if target.is_file() and file_digest(target) == expected:
             logger.info("%s: already present, sha256 ok", target)
         else:
             source = Path(from_dir) / name if from_dir is not None else f"{base_url}/{name}"
-            _fetch_one(source, target, expected, progress)
+            fetch_file(source, target, ("sha256", expected), progress, "Multi30k")
         paths.append(target)
     return paths
 
 
-def _fetch_one(source: str | Path, target: Path, expected: str, progress: Progress | None) -> None:
-    """Transfer one file through ``target.part``, verify its sha256, rename it into place."""
+def fetch_file(source: str | Path, target: Path, expected: Checksum, progress: Progress | None, what: str) -> None:
+    """Transfer one file (a URL, or a local path to copy) through ``target.part``, verify its
+    checksum, rename it into place; a failure leaves no file. `what` names the corpus in errors."""
     part = target.with_name(target.name + ".part")
     logger.debug("fetching %s -> %s", source, target)
+    algorithm, digest = expected
     try:
         try:
-            actual = _transfer(source, part, target.name, progress)
+            actual = _transfer(source, part, target.name, progress, algorithm, what)
         except OSError as err:  # source errors are DataErrors already; this is the destination
             raise DataError(f"{part}: cannot write ({err.strerror or err})") from err
-        if actual != expected:
-            raise DataError(f"{source}: sha256 mismatch: expected {expected}, got {actual}")
+        if actual != digest:
+            raise DataError(f"{source}: {algorithm} mismatch: expected {digest}, got {actual}")
         os.replace(part, target)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
 
 
-def _transfer(source: str | Path, part: Path, name: str, progress: Progress | None) -> str:
-    """Stream ``source`` into ``part`` (fsynced); return the sha256 of the bytes."""
-    digest, done = hashlib.sha256(), 0
-    with _open_source(source) as (stream, total), open(part, "wb") as out:
+def _transfer(source: str | Path, part: Path, name: str, progress: Progress | None, algorithm: str, what: str) -> str:
+    """Stream ``source`` into ``part`` (fsynced); return the digest of the bytes."""
+    digest, done = hashlib.new(algorithm), 0
+    with _open_source(source, what) as (stream, total), open(part, "wb") as out:
         while chunk := _read(stream, source):
             digest.update(chunk)
             out.write(chunk)
@@ -132,11 +138,11 @@ def _transfer(source: str | Path, part: Path, name: str, progress: Progress | No
 
 
 @contextmanager
-def _open_source(source: str | Path) -> Iterator[tuple[BinaryIO, int | None]]:
+def _open_source(source: str | Path, what: str) -> Iterator[tuple[BinaryIO, int | None]]:
     """Open a local file or a URL; yield the stream and its size (None if unknown)."""
     if isinstance(source, Path):
         if not source.is_file():
-            raise DataError(f"{source}: no such file (copying Multi30k from {source.parent})")
+            raise DataError(f"{source}: no such file (copying {what} from {source.parent})")
         with open(source, "rb") as stream:
             yield stream, source.stat().st_size
         return
@@ -160,9 +166,9 @@ def _read(stream: BinaryIO, source: str | Path) -> bytes:
         raise DataError(f"{source}: {what} failed ({err!r})") from err
 
 
-def _file_sha256(path: Path) -> str:
-    """sha256 hex digest of a file's bytes."""
-    digest = hashlib.sha256()
+def file_digest(path: Path, algorithm: str = "sha256") -> str:
+    """The hex digest of a file's bytes (sha256 or md5)."""
+    digest = hashlib.new(algorithm)
     with open(path, "rb") as stream:
         while chunk := stream.read(_CHUNK):
             digest.update(chunk)

@@ -221,7 +221,8 @@ class _StopOnSignal:
             signal.signal(s, handler)
 
 
-def _done(run: Run, state: TrainState) -> bool:
+def done(run: Run, state: TrainState) -> bool:
+    """Whether `state` has spent the run's budget (steps, epochs or minutes) or stopped early."""
     t = run.train
     return (
         state.stopped_early
@@ -288,8 +289,12 @@ def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.devi
         metrics_log.write({"kind": "valid", "step": state.step, "elapsed": state.elapsed, **metrics})
         emit("valid", state, metrics)
 
+    def checkpoint() -> None:  # train.checkpoint_minutes: weights to average later, without validating
+        if world.is_main and state.step != last_eval:
+            _save(run, run_dir, trainer, state, {})
+
     with _StopOnSignal() as stop:
-        _loop(run, state, trainer, batcher, stop, emit, metrics_log, evaluate)
+        _loop(run, state, trainer, batcher, stop, emit, metrics_log, evaluate, checkpoint)
     if stop.received:  # checkpoint without validating, to exit quickly (a cluster's grace period)
         state.interrupted = stop.received
         if state.step != last_eval and world.is_main:
@@ -301,18 +306,21 @@ def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.devi
 
 
 def _loop(run: Run, state: TrainState, trainer: Trainer, batcher: TokenBatcher, stop: _StopOnSignal,
-          emit: Callable, metrics_log: MetricsLog, evaluate: Callable[[], None]) -> None:  # fmt: skip
-    """Updates until the run is done or a signal asks to stop; validation every `eval_every`."""
+          emit: Callable, metrics_log: MetricsLog, evaluate: Callable[[], None], checkpoint: Callable[[], None]) -> None:  # fmt: skip
+    """Updates until the run is done or a signal asks to stop; validation every `eval_every`, and a
+    checkpoint every `checkpoint_minutes` of training (the clock ranks agree on, so they agree when)."""
     t = run.train
-    while not _done(run, state) and not stop.received:
+    saved_at = state.elapsed
+    while not done(run, state) and not stop.received:
         epoch = batcher.epoch(state.epoch)
-        while state.batch_in_epoch < len(epoch) and not _done(run, state) and not stop.received:
+        while state.batch_in_epoch < len(epoch) and not done(run, state) and not stop.received:
             started = time.perf_counter()
             group = epoch[state.batch_in_epoch : state.batch_in_epoch + t.accum]
             batches = [trainer.task.collate(index) for index in group]
             loss = trainer.update(batches, state)
             state.batch_in_epoch += len(group)
             seconds = time.perf_counter() - started
+            state.update_seconds += seconds
             # Ranks agree on the clock (max_minutes) and on a signal any of them got, to stop together.
             agreed = trainer.world.max([state.elapsed + seconds, float(stop.requested is not None)], trainer.device)
             state.elapsed, stopping = agreed
@@ -325,5 +333,9 @@ def _loop(run: Run, state: TrainState, trainer: Trainer, batcher: TokenBatcher, 
                 metrics_log.write({"kind": "train", "step": state.step, "epoch": state.epoch, "elapsed": state.elapsed, **info})
             if state.step % t.eval_every == 0 and not stop.received:
                 evaluate()
+                saved_at = state.elapsed
+            elif t.checkpoint_minutes is not None and state.elapsed - saved_at >= 60 * t.checkpoint_minutes and not stop.received:
+                checkpoint()
+                saved_at = state.elapsed
         if state.batch_in_epoch >= len(epoch):
             state.epoch, state.batch_in_epoch = state.epoch + 1, 0

@@ -13,6 +13,7 @@ class TrainState:
     batch_in_epoch: int = 0  # batches of the current epoch already consumed (by each rank)
     world_size: int = 1  # ranks that trained it (resuming with another count rescales batch_in_epoch)
     elapsed: float = 0.0  # seconds of wall clock spent training, over all resumes
+    update_seconds: float = 0.0  # of which in updates (batches, forward, backward, step): tokens/s = target_tokens / this
     target_tokens: int = 0  # non-pad target tokens seen (translation), examples seen (classification)
     best: float | None = None  # best validation metric so far
     best_checkpoint: str | None = None

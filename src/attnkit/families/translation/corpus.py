@@ -1,4 +1,4 @@
-"""Where a translation run's text comes from: Multi30k files, user files, or a built-in synthetic task."""
+"""Where a translation run's text comes from: Multi30k, WMT14 (as `attnkit data fetch` writes them), user files, or a synthetic task."""
 
 from __future__ import annotations
 
@@ -25,6 +25,29 @@ def multi30k_dir(data: Data, override: str | None = None) -> Path:
     raise DataError(f"Multi30k not found in {', '.join(map(str, candidates))} (run `attnkit data fetch multi30k --dest data/multi30k`, or pass --data DIR)")
 
 
+WMT14_SPLITS = {"train": "train", "valid": "newstest2013", "test": "newstest2014"}
+WMT14_PAIRS = ("en-de", "en-fr")  # either direction
+
+
+def _wmt14_file(folder: Path, stem: str, lang: str) -> Path:
+    return folder / (f"{stem}.{lang}.gz" if stem == "train" else f"{stem}.{lang}")
+
+
+def wmt14_dir(data: Data, override: str | None = None) -> Path:
+    """The folder `attnkit data fetch wmt14` filled for the run's pair (default data/wmt14-en-XX)."""
+    langs = (data.src_lang, data.tgt_lang)
+    pair = "en-" + (data.tgt_lang if data.src_lang == "en" else data.src_lang)
+    if "en" not in langs or pair not in WMT14_PAIRS:
+        raise DataError(f"wmt14 has the pairs {' and '.join(WMT14_PAIRS)} (either direction), not {data.src_lang}-{data.tgt_lang}")
+    folder = Path(override or data.dir or f"data/wmt14-{pair}")
+    missing = [f.name for stem in WMT14_SPLITS.values() for lang in langs if not (f := _wmt14_file(folder, stem, lang)).is_file()]
+    if missing:
+        raise DataError(
+            f"WMT14 {pair} not found in {folder} (missing {', '.join(missing)}): run `attnkit data fetch wmt14 --pair {pair} --dest {folder}`, or pass --data DIR"
+        )
+    return folder
+
+
 def corpus_splits(data: Data, data_dir: str | None = None) -> dict[str, Split]:
     """train/valid/test of the configured corpus (test may be absent for `files`)."""
     if data.corpus == "synthetic":
@@ -37,6 +60,9 @@ def corpus_splits(data: Data, data_dir: str | None = None) -> dict[str, Split]:
     if data.corpus == "multi30k":
         folder = multi30k_dir(data, data_dir)
         return {name: (str(folder / f"{stem}.{data.src_lang}.gz"), str(folder / f"{stem}.{data.tgt_lang}.gz")) for name, stem in MULTI30K_SPLITS.items()}
+    if data.corpus == "wmt14":
+        folder = wmt14_dir(data, data_dir)
+        return {name: (str(_wmt14_file(folder, stem, data.src_lang)), str(_wmt14_file(folder, stem, data.tgt_lang))) for name, stem in WMT14_SPLITS.items()}
     files = {"train": data.train, "valid": data.valid, "test": data.test}
     return {name: (pair.src, pair.tgt) for name, pair in files.items() if pair is not None}
 

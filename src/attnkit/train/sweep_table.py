@@ -1,0 +1,90 @@
+"""A sweep's results: one row per trained variant, read from its run folder, as Markdown, JSON and a plot.
+
+A row is measured, never typed: the validation metrics and the training state of the run's last
+checkpoint (the one written when its budget ran out), the parameters of the model loaded from it,
+and throughput = target tokens (examples, for classifiers) / seconds spent in updates.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from attnkit.artifacts.checkpoint import find_checkpoint
+from attnkit.config.sweep import Variant
+from attnkit.families import load_run
+from attnkit.io import atomic_write_text
+from attnkit.viz.bars import plot_bars
+
+# Validation metrics shown as columns when a row has them (label, key, format); loss only when nothing else is.
+METRICS = (("BLEU", "bleu", "{:.2f}"), ("BLEU-4", "bleu4", "{:.2f}"), ("F1", "f1", "{:.2f}"), ("accuracy", "accuracy", "{:.4f}"), ("PPL", "ppl", "{:.2f}"))
+LOSS = ("loss", "loss", "{:.3f}")
+
+
+def row_result(variant: Variant, run_dir: Path) -> dict:
+    """The measured result of a finished variant's run folder."""
+    checkpoint = find_checkpoint(run_dir, "last")
+    saved = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
+    state = saved["train_state"]
+    model = load_run(run_dir, "last").model
+    seconds = state.get("update_seconds", 0.0)
+    return {
+        "name": variant.name,
+        "overrides": list(variant.overrides),
+        "run": run_dir.name,
+        "params": sum(p.numel() for p in model.parameters()),  # shared (tied) parameters counted once
+        "steps": state["step"],
+        "epochs": state["epoch"],
+        "minutes": state["elapsed"] / 60,
+        "tokens": state["target_tokens"],
+        "tokens_per_s": state["target_tokens"] / seconds if seconds else None,
+        "metrics": {k: v for k, v in saved.get("metrics", {}).items() if isinstance(v, (int, float))},
+    }
+
+
+def _columns(rows: list[dict]) -> list[tuple[str, str, str]]:
+    shown = [m for m in METRICS if any(m[1] in r["metrics"] for r in rows)]
+    return shown or [LOSS]
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "—" if value is None else fmt.format(value)
+
+
+def summary(row: dict) -> str:
+    """One line: the metrics, parameters, throughput and time of a row."""
+    metrics = " ".join(f"{label} {_cell(row['metrics'].get(key), fmt)}" for label, key, fmt in _columns([row]))
+    speed = _cell(row["tokens_per_s"], "{:,.0f}")
+    return f"{metrics}, {_count(row['params'])} params, {speed} tokens/s, {row['minutes']:.2f} min, {row['steps']} steps"
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rows as a Markdown table: variant, its changes, parameters, metrics, tokens/s, minutes, steps."""
+    columns = _columns(rows)
+    head = ["variant", "changes", "params", *(label for label, _, _ in columns), "tokens/s", "minutes", "steps"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        changes = ", ".join(o.removeprefix("model.") for o in r["overrides"]) or "—"
+        cells = [r["name"], changes, _count(r["params"]), *(_cell(r["metrics"].get(key), fmt) for _, key, fmt in columns),
+                 _cell(r["tokens_per_s"], "{:,.0f}"), f"{r['minutes']:.2f}", str(r["steps"])]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(out: Path, sweep: dict, rows: list[dict]) -> None:
+    """`table.md`, `table.json` and `table.png` (one bar chart per metric, plus parameters and tokens/s) in `out`."""
+    budget = ", ".join(sweep["budget"][:1])  # train.max_steps=N or train.max_minutes=M
+    common = "".join(f" --set {o}" for o in sweep["common"])
+    title = f"Sweep of {sweep['config']}{common}, each variant {budget}"
+    atomic_write_text(out / "table.md", f"{title}\n\n{markdown(rows)}")
+    atomic_write_text(
+        out / "table.json", json.dumps({"config": sweep["config"], "common": sweep["common"], "budget": sweep["budget"], "rows": rows}, indent=1) + "\n"
+    )
+    panels = {label: [r["metrics"].get(key) for r in rows] for label, key, _ in _columns(rows)}
+    panels["params (M)"] = [r["params"] / 1e6 for r in rows]
+    panels["tokens/s"] = [r["tokens_per_s"] for r in rows]
+    plot_bars([r["name"] for r in rows], panels, out / "table.png", title=f"{Path(sweep['config']).stem}, {budget}")
