@@ -7,8 +7,9 @@ One run of the script exports the run (CTranslate2 float32 and ONNX, into --work
 RUN_DIR/engines), then decodes Multi30k test_2016_flickr with every engine and search: greedy
 and beam 5 with the run's length penalty, batches of 64 sorted by length, the same tokenizer and
 the same scoring (sacreBLEU). Each engine runs in a process of its own, so that its peak memory
-(`peak_rss_mb`, the process's maximum resident set: Python, PyTorch, the model, decoding;
-`rss_loaded_mb` once the model is loaded) is its own. Model loading is excluded from the time;
+(`peak_rss_mb`, the process's peak resident set, VmHWM: Python, PyTorch, which every engine's
+process imports, the model and decoding; `rss_start_mb` before and `rss_loaded_mb` after loading
+the model) is its own. Model loading is excluded from the time;
 `seconds` is the median of the repeats. Each (engine, search) prints one JSON line, with
 `same_as_attnkit_fp32`, the fraction of sentences whose output equals attnkit fp32's; the last
 line is a Markdown table for docs/decoding.md. Run it alone on the machine: the figures are
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -43,8 +43,12 @@ from attnkit.families.translation.translate import translate
 ENGINES = ["attnkit-fp32", "attnkit-bf16", "attnkit-int8", "ctranslate2-fp32", "ctranslate2-int8", "onnxruntime-fp32"]
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+def _memory_mb(field: str) -> float:
+    """VmHWM (peak resident set) or VmRSS of this process, in MB (Linux; reset by exec, unlike ru_maxrss)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024  # kB
+    raise RuntimeError(f"/proc/self/status has no {field}")
 
 
 def _decoder(engine: str, run: str, work: Path, threads: int) -> Callable[[list[str], Decode], list[str]]:
@@ -70,9 +74,9 @@ def one_engine(args: argparse.Namespace) -> None:
     pairs = read_parallel(Path(args.data) / "test_2016_flickr.en.gz", Path(args.data) / "test_2016_flickr.de.gz")[: args.limit]
     src, ref = [s for s, _ in pairs], [r for _, r in pairs]
     alpha = read_bundle(Path(args.work) / "ctranslate2", "ctranslate2").decode.alpha  # the run's
-    rss_start = _rss_mb()
+    rss_start = _memory_mb("VmRSS")
     decode_fn = _decoder(args.one, args.run, Path(args.work), args.threads)
-    rss_loaded = _rss_mb()
+    rss_loaded = _memory_mb("VmRSS")
     for beam in args.beams:
         decode = Decode(beam=beam, alpha=alpha, batch_size=64)
         times, out = [], []
@@ -87,7 +91,7 @@ def one_engine(args: argparse.Namespace) -> None:
         print(json.dumps({
             "benchmark": "engines", "engine": args.one, "beam": beam, "alpha": alpha, "sentences": len(src), "seconds": round(seconds, 2),
             "sentences_per_s": round(len(src) / seconds, 1), "bleu": round(bleu["bleu"], 2), "chrf": round(bleu["chrf"], 2),
-            "peak_rss_mb": round(_rss_mb()), "rss_loaded_mb": round(rss_loaded), "rss_start_mb": round(rss_start),
+            "peak_rss_mb": round(_memory_mb("VmHWM")), "rss_loaded_mb": round(rss_loaded), "rss_start_mb": round(rss_start),
             "times": [round(t, 2) for t in times], "threads": args.threads, "allocator": os.environ.get(MARKER, "system"), "outputs": str(outputs),
         }), flush=True)  # fmt: skip
 
