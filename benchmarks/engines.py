@@ -1,7 +1,7 @@
 """Decoding engines side by side on one model: attnkit (fp32, bf16, int8), CTranslate2 (fp32, int8), ONNX Runtime.
 
     .venv/bin/python benchmarks/engines.py RUN_DIR [--data ../shared/data/multi30k] [--threads 2]
-        [--repeats 3] [--beams 1 5] [--engines ...] [--limit N] [--work DIR]
+        [--repeats 3] [--beams 1 5] [--engines ...] [--limit N] [--work DIR] [--profile]
 
 One run of the script exports the run (CTranslate2 float32 and ONNX, into --work, default
 RUN_DIR/engines), then decodes Multi30k test_2016_flickr with every engine and search: greedy
@@ -12,7 +12,9 @@ process imports, the model and decoding; `rss_start_mb` before and `rss_loaded_m
 the model) is its own. Model loading is excluded from the time;
 `seconds` is the median of the repeats. Each (engine, search) prints one JSON line, with
 `same_as_attnkit_fp32`, the fraction of sentences whose output equals attnkit fp32's; the last
-line is a Markdown table for docs/decoding.md. Run it alone on the machine: the figures are
+line is a Markdown table for docs/decoding.md. `--profile` also writes, for attnkit's engines, the
+PyTorch profiler's operator table of one more (untimed) decode: where attnkit is slower than
+CTranslate2, it says on what. Run it alone on the machine: the figures are
 ratios only when measured side by side, in one run.
 """
 
@@ -94,6 +96,17 @@ def one_engine(args: argparse.Namespace) -> None:
             "peak_rss_mb": round(_memory_mb("VmHWM")), "rss_loaded_mb": round(rss_loaded), "rss_start_mb": round(rss_start),
             "times": [round(t, 2) for t in times], "threads": args.threads, "allocator": os.environ.get(MARKER, "system"), "outputs": str(outputs),
         }), flush=True)  # fmt: skip
+        if args.profile and args.one.startswith("attnkit"):
+            _profile(decode_fn, src, decode, Path(args.work) / f"{args.one}_beam{beam}_profile.txt")
+
+
+def _profile(decode_fn: Callable[[list[str], Decode], list[str]], src: list[str], decode: Decode, path: Path) -> None:
+    """One more decode under the PyTorch profiler: the operators by self CPU time, to `path`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        decode_fn(src, decode)
+    path.write_text(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30) + "\n", encoding="utf-8")
 
 
 def _export(run: str, work: Path) -> None:
@@ -121,6 +134,7 @@ def main() -> None:
     p.add_argument("--beams", type=int, nargs="+", default=[1, 5])
     p.add_argument("--engines", nargs="+", choices=ENGINES, default=ENGINES)
     p.add_argument("--limit", type=int, default=None, help="only the first N test sentences")
+    p.add_argument("--profile", action="store_true", help="attnkit engines: also write WORK/ENGINE_beamK_profile.txt (one more decode, profiled)")
     p.add_argument("--one", choices=ENGINES, help=argparse.SUPPRESS)  # child process: one engine
     args = p.parse_args()
     args.work = args.work or str(Path(args.run) / "engines")
@@ -129,7 +143,7 @@ def main() -> None:
     _export(args.run, Path(args.work))
     engines = ["attnkit-fp32"] + [e for e in args.engines if e != "attnkit-fp32"]  # the reference decodes first
     child = [sys.executable, __file__, args.run, "--data", args.data, "--work", args.work, "--threads", str(args.threads), "--repeats", str(args.repeats)]
-    child += ["--beams", *map(str, args.beams)] + (["--limit", str(args.limit)] if args.limit else [])
+    child += ["--beams", *map(str, args.beams)] + (["--limit", str(args.limit)] if args.limit else []) + (["--profile"] if args.profile else [])
     rows = []
     for engine in engines:
         done = subprocess.run([*child, "--one", engine], capture_output=True, text=True)
