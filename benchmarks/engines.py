@@ -96,8 +96,9 @@ def one_engine(args: argparse.Namespace) -> None:
             "peak_rss_mb": round(_memory_mb("VmHWM")), "rss_loaded_mb": round(rss_loaded), "rss_start_mb": round(rss_start),
             "times": [round(t, 2) for t in times], "threads": args.threads, "allocator": os.environ.get(MARKER, "system"), "outputs": str(outputs),
         }), flush=True)  # fmt: skip
-        if args.profile and args.one.startswith("attnkit"):
-            _profile(decode_fn, src, decode, Path(args.work) / f"{args.one}_beam{beam}_profile.txt")
+    if args.profile and args.one.startswith("attnkit"):  # after the timed runs, so that the profiler's memory is not in peak_rss_mb
+        for beam in args.beams:
+            _profile(decode_fn, src, Decode(beam=beam, alpha=alpha, batch_size=64), Path(args.work) / f"{args.one}_beam{beam}_profile.txt")
 
 
 def _profile(decode_fn: Callable[[list[str], Decode], list[str]], src: list[str], decode: Decode, path: Path) -> None:
