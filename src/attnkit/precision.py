@@ -81,7 +81,8 @@ def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
 def quantize_int8(model: nn.Module) -> nn.Module:
     """Dynamic int8 quantisation of every `nn.Linear` of an fp32 model in eval mode, for CPU decoding.
 
-    Weights are stored as int8 (one scale per matrix); each call quantises its input per batch
+    Weights are stored as int8 with one scale per output row (per-channel: 22.00 BLEU against 21.56
+    with one scale per matrix and 21.87 in fp32, m30k beam 5, docs/deployment.md); each call quantises its input per batch
     and computes the matmul in int8 with int32 accumulation (fbgemm / oneDNN kernels), returning
     float32. Embeddings, layer norms and attention itself stay in float32.
 
@@ -104,6 +105,6 @@ def quantize_int8(model: nn.Module) -> nn.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
-        from torch.ao.quantization import quantize_dynamic
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-        return quantize_dynamic(model.float().eval(), {nn.Linear}, dtype=torch.qint8)
+        return quantize_dynamic(model.float().eval(), {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)

@@ -19,7 +19,6 @@ from attnkit.families import FAMILIES
 from attnkit.families.translation.export import ctranslate2_model, onnx_runner
 from attnkit.families.translation.export.bundle import read_bundle
 from attnkit.families.translation.translate import translate
-from conftest import TINY_TRANSFORMER, make_tiny_run
 
 FAMILY = FAMILIES["translation"]
 
@@ -52,11 +51,11 @@ def _train(folder: Path, steps: int = 150) -> None:
 
 
 @pytest.fixture(scope="module", params=["post", "pre"])
-def trained(request, tmp_path_factory) -> Path:
+def trained(request, tmp_path_factory, tiny_transformer_maker) -> Path:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        folder = make_tiny_run(tmp_path_factory.mktemp("deploy") / request.param, {**TINY_TRANSFORMER, "norm": request.param})
+        folder = tiny_transformer_maker(tmp_path_factory.mktemp("deploy") / request.param, norm=request.param)
         _train(folder)
     finally:
         torch.set_num_threads(threads)
