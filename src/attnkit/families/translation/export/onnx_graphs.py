@@ -18,6 +18,7 @@ cache lengths, in float32. `onnx_runner` decodes with them on ONNX Runtime.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,10 @@ def _export(module: nn.Module, args: tuple[Tensor, ...], names: list[str], outpu
     for logger in quiet:  # one INFO line per folded constant otherwise
         logger.setLevel(logging.WARNING)
     try:
-        program = torch.onnx.export(module, args, input_names=names, output_names=outputs, dynamic_shapes=dims, dynamo=True,
-                                    external_data=False, verbose=False)  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # torch 2.13's own pytree deprecation, raised inside the exporter
+            program = torch.onnx.export(module, args, input_names=names, output_names=outputs, dynamic_shapes=dims, dynamo=True,
+                                        external_data=False, verbose=False)  # fmt: skip
     except Exception as e:  # the exporter's errors are many pages long; its first line says what failed
         raise AttnkitError(f"ONNX export of {path.name} failed: {str(e).splitlines()[0]}") from None
     finally:
