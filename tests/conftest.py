@@ -54,6 +54,12 @@ def make_tiny_run(folder: Path, model: dict, seed: int = 0) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_transformer_maker():
+    """`make(folder, **changes)`: a tiny Transformer run folder with `changes` to its model section (e.g. norm="pre")."""
+    return lambda folder, **changes: make_tiny_run(folder, {**TINY_TRANSFORMER, **changes})
+
+
+@pytest.fixture(scope="session")
 def tiny_transformer_run(tmp_path_factory) -> Path:
     return make_tiny_run(tmp_path_factory.mktemp("runs") / "tiny-transformer", TINY_TRANSFORMER)
 

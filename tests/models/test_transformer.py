@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from attnkit.attention.positional import sinusoidal_encoding
 from attnkit.models.transformer import FeedForward, Transformer
+from attnkit.precision import quantize_int8
 
 V = 23
 
@@ -111,6 +112,20 @@ def test_tied_and_untied_weights():
     assert n_untied - n_tied == 2 * V * 32  # one more embedding and one output matrix
     with pytest.raises(ValueError, match="joint vocabulary"):
         make(share=True, tgt_vocab_size=V + 1)
+
+
+def test_untie_output_keeps_the_logits_and_int8_reaches_every_linear():
+    model = make(share=True)
+    src, src_keep, tgt_in = batch()
+    before = model(src, src_keep, tgt_in)  # (B, T, V)
+    model.untie_output()
+    assert isinstance(model.output, torch.nn.Linear) and model.output.weight is not model.tgt_embed.weight
+    torch.testing.assert_close(model(src, src_keep, tgt_in), before, rtol=0, atol=0)
+    quantized = quantize_int8(make(share=True))
+    assert not any(isinstance(m, torch.nn.Linear) for m in quantized.modules())  # fused Q/K/V paths fall back to one call each
+    with torch.inference_mode():
+        close = quantized(src, src_keep, tgt_in).argmax(-1) == before.argmax(-1)  # (B, T)
+    assert close.float().mean() > 0.8
 
 
 def test_attention_maps_are_distributions():

@@ -24,6 +24,7 @@ from attnkit.config.load import read_yaml, save_config, validate
 from attnkit.config.schema import DEFAULT_MODEL_KIND, RunBase
 from attnkit.errors import CheckpointError, ConfigError, DataError
 from attnkit.io import atomic_write_text
+from attnkit.precision import quantize_int8
 
 
 @dataclass
@@ -112,11 +113,16 @@ def load_run(
 ) -> LoadedRun:
     """Build the run's model and load a checkpoint (`best`, `last` or a step number), in eval mode.
 
-    `dtype=torch.bfloat16` casts the weights for faster decoding (output log-probs stay float32).
+    `dtype=torch.bfloat16` casts the weights for faster decoding (output log-probs stay float32);
+    `dtype=torch.qint8` quantises the linear layers to int8 (`precision.quantize_int8`, CPU only).
     A run of another family is refused with one clear error.
     """
+    if dtype == torch.qint8 and torch.device(device).type != "cpu":
+        raise ConfigError(f"int8 decoding runs on the CPU only, not on {device}")
     run, vocabs = read_run(run_dir, family)
     checkpoint = find_checkpoint(run_dir, which)
     model = family.build(run, vocabs)
     load_weights(model, checkpoint)
+    if dtype == torch.qint8:
+        return LoadedRun(run, quantize_int8(model.eval()), vocabs, checkpoint, family)
     return LoadedRun(run, model.to(device=device, dtype=dtype).eval(), vocabs, checkpoint, family)

@@ -94,8 +94,9 @@ class _MaskedSoftmax(torch.autograd.Function):
         weights = torch.softmax(filled, dim=dim)  # (B, H, T, S)
         has_key = mask.any(dim=dim, keepdim=True)  # (B, 1|H, 1|T, 1)
         # Zero the rows with no valid key. On CPU skip this pass when every row has a key (the
-        # usual case); elsewhere the check would cost a host-device sync, so always do it.
-        if weights.device.type != "cpu" or not bool(has_key.all()):
+        # usual case); elsewhere the check would cost a host-device sync, so always do it, and a
+        # graph being captured (torch.compile, torch.export for ONNX) cannot branch on data.
+        if torch.compiler.is_compiling() or weights.device.type != "cpu" or not bool(has_key.all()):
             weights.mul_(has_key)  # (B, H, T, S)
         ctx.dim = dim
         ctx.save_for_backward(weights)

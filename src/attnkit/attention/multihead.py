@@ -128,11 +128,20 @@ class MultiHeadAttention(nn.Module):
         Returns:
             context ``(B, T, D)`` and weights ``(B, H, T, S)`` (or ``None``).
         """
-        if query is keys and keys is values:
+        if query is keys and keys is values and self._fusable:
             q, k, v = self._project_qkv(query)  # (B, H, T, E) each
             return self._attend_heads(q, KVCache(k, v), mask, need_weights)  # (B, T, D), (B, H, T, S)
         kv = self.project_kv(keys, values)  # k, v (B, H, S, E)
         return self.attend(query, kv, mask, need_weights=need_weights)  # (B, T, D), (B, H, T, S)
+
+    @property
+    def _fusable(self) -> bool:
+        """Whether the projections are plain weight matrices that can be stacked into one matmul.
+
+        Dynamic int8 quantisation (`attnkit.precision.quantize_int8`) replaces them with modules
+        holding packed int8 weights; those are then called one by one.
+        """
+        return isinstance(self.k_proj.weight, Tensor)
 
     def project_kv(self, keys: Tensor, values: Tensor) -> KVCache:
         """Project keys and values and split them into heads.
@@ -144,7 +153,7 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``KVCache`` with k and v ``(B, H, S, E)``.
         """
-        if keys is values:  # one matmul for both (cross-attention over a memory)
+        if keys is values and self._fusable:  # one matmul for both (cross-attention over a memory)
             weight = torch.cat([self.k_proj.weight, self.v_proj.weight])  # (H(E+Ev), Dk)
             kv = F.linear(keys, weight, _cat_bias(self.k_proj, self.v_proj))  # (B, S, H(E+Ev))
             k, v = self._split(kv, 2)  # (B, H, S, E), (B, H, S, Ev)

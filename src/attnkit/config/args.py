@@ -36,11 +36,17 @@ positive_float = _number(float, lambda v: v > 0, "> 0")
 non_negative_float = _number(float, lambda v: v >= 0, ">= 0")
 port = _number(int, lambda v: 0 <= v <= 65535, "a port number from 0 to 65535")
 
-DTYPES = {"fp32": None, "bf16": torch.bfloat16}  # decoding with float32 or bfloat16 weights
+# Decoding with float32 or bfloat16 weights, or int8 linear layers (torch.qint8: dynamic quantisation, CPU only).
+DTYPES = {"fp32": None, "bf16": torch.bfloat16, "int8": torch.qint8}
 
 
 def add_dtype(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dtype", choices=list(DTYPES), default="fp32", help="bf16: decode with bfloat16 weights (faster on CPUs with bf16 units)")
+    parser.add_argument(
+        "--dtype",
+        choices=list(DTYPES),
+        default="fp32",
+        help="bf16: decode with bfloat16 weights (faster on CPUs with bf16 units); int8: dynamic int8 linear layers (CPU)",
+    )
 
 
 def add_checkpoint(parser: argparse.ArgumentParser) -> None:

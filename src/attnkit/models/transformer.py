@@ -227,7 +227,20 @@ class Transformer(nn.Module):
 
     def logits(self, x: Tensor) -> Tensor:
         """Decoder output (..., D) -> vocabulary logits (..., V)."""
-        return F.linear(x, self.output_weight)  # (..., V)
+        if self.output is not None:
+            return self.output(x)  # (..., V)
+        return F.linear(x, self.tgt_embed.weight)  # (..., V)
+
+    def untie_output(self) -> None:
+        """Give the output projection its own `nn.Linear`, a copy of the tied target embedding.
+
+        The logits do not change. Inference calls it before rewriting the model's `nn.Linear`
+        modules (dynamic int8 quantisation, `attnkit.precision.quantize_int8`), which would
+        otherwise miss the largest matrix of a decoding step (V x D).
+        """
+        if self.output is None:
+            self.output = nn.Linear(self.d_model, self.tgt_embed.num_embeddings, bias=False)
+            self.output.weight = nn.Parameter(self.tgt_embed.weight.detach().clone())
 
     def encode(self, src: Tensor, src_keep: Tensor, need_weights: bool = False) -> Tensor:
         """src (B, S), src_keep (B, S) -> memory (B, S, D)."""
@@ -297,8 +310,9 @@ class Transformer(nn.Module):
         """
         x = self.embed(prev_tokens, self.tgt_embed, start=state.position)  # (B, 1, D)
         new_kv = []
-        for layer, self_kv, cross_kv in zip(self.decoder_layers, state.self_kv, state.cross_kv):
-            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_cross_weights=layer is self.decoder_layers[-1])
+        last = len(self.decoder_layers) - 1
+        for i, (layer, self_kv, cross_kv) in enumerate(zip(self.decoder_layers, state.self_kv, state.cross_kv)):
+            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_cross_weights=i == last)
             new_kv.append(kv)
         logits = self.logits(self.decoder_norm(x[:, -1]))  # (B, V)
         attn = w.cross_attn.mean(dim=1)[:, -1]  # (B, S)

@@ -45,7 +45,8 @@ class Translation:
     attention: Tensor | None  # (T, S): target pieces (+EOS) x source pieces (+EOS)
 
 
-def _batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+def length_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
+    """Indices of the inputs in batches of `batch_size`, shortest first (little padding per batch)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     for start in range(0, len(order), batch_size):
         yield order[start : start + batch_size]
@@ -101,7 +102,7 @@ def search_ids(
         if progress is not None:
             progress(len(index))
 
-    batches = list(_batches([len(ids) for ids in src_ids], decode.batch_size))
+    batches = list(length_batches([len(ids) for ids in src_ids], decode.batch_size))
     workers = 1 if torch.device(device).type != "cpu" else min(decode.workers or torch.get_num_threads(), len(batches))
     if workers <= 1:
         for index in batches:

@@ -1,0 +1,211 @@
+"""attnkit's Transformer as a CTranslate2 model, and translating with it as `attnkit translate` does.
+
+`write` fills CTranslate2's own `TransformerSpec` from the weights (the way its fairseq and
+OpenNMT-py converters do) through a `ctranslate2.converters.Converter`, whose `convert` validates,
+quantises and saves it. What maps to what:
+
+| attnkit | CTranslate2 |
+|---|---|
+| `norm: post` / `pre` (+ final LayerNorm per stack) | `pre_norm=False` / `True` (+ `layer_norm`) |
+| q, k, v projections of self-attention | one fused `linear[0]` (q; k; v stacked) |
+| cross-attention q / k, v | `linear[0]` / fused `linear[1]` |
+| embedding * sqrt(d_model) + positions | `scale_embeddings=True` + `position_encodings.encodings` |
+| sinusoidal positions (sin, cos interleaved) | the same table, written out (CTranslate2's own is not interleaved) |
+| tied output projection | `decoder.projection` = the target embedding |
+| source + EOS, decoder starts at BOS | `add_source_eos=True`, `decoder_start_token="<s>"` |
+| LayerNorm eps 1e-5 | `layer_norm_epsilon=1e-5` |
+
+Decoding (`translate`): the step limit floor(max_len_a * (source + 1) + max_len_b) is per
+sentence in attnkit and per call in CTranslate2, so sentences are batched by length as attnkit
+batches them and each batch gets its longest sentence's limit. CTranslate2 has no GNMT length
+penalty (it divides by length ** length_penalty). Its beam search keeps candidates as attnkit's
+does (top 2K by log-probability, done after K finished hypotheses) and returns K finished
+hypotheses with `num_hypotheses=K` and `return_end_token`; `translate` recovers each one's
+log-probability from its score and ranks them by attnkit's score log P / lp(Y). One more step
+makes the K the same: when more than K hypotheses finish by one step, attnkit (as fairseq) keeps
+the first K to finish, best log-probability first, while CTranslate2 keeps the K best by its
+normalised score. `length_penalty = -10` (`LENGTH_PENALTY`) makes that score log P * |Y|^10,
+which ranks by length first (the earliest finished first) unless a shorter hypothesis' log P is
+more than (L2 / L1)^10 times a longer one's (1.22 times for 50 against 51 tokens).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnkit.attention.positional import LearnedPositionalEmbedding, sinusoidal_encoding
+from attnkit.config.schema import Decode
+from attnkit.decode.hypothesis import length_penalty
+from attnkit.errors import AttnkitError
+from attnkit.families.translation.codec import Vocabs
+from attnkit.families.translation.export.bundle import Bundle, optional
+from attnkit.families.translation.translate import length_batches
+from attnkit.models.transformer import Transformer
+
+QUANTIZATIONS = {"int8": "int8", "int8_float32": "int8_float32", "bf16": "bfloat16"}  # --quantization -> CTranslate2's name
+EOS_TOKEN = "</s>"
+LENGTH_PENALTY = -10.0  # CTranslate2's cut to K keeps the earliest finished, as attnkit's does (module docstring)
+LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, which attnkit's Transformer uses
+
+
+def check_supported(model: Any) -> Transformer:
+    """The model, if CTranslate2 can run it; else one error line saying why not."""
+    if not isinstance(model, Transformer):
+        raise AttnkitError(f"CTranslate2 export is not supported for this model ({type(model).__name__}): only Transformer runs")
+    attn = model.decoder_layers[0].self_attn
+    if attn.d_k != attn.d_v:
+        raise AttnkitError(f"CTranslate2 export is not supported for this model: d_k ({attn.d_k}) differs from d_v ({attn.d_v})")
+    return model
+
+
+def position_table(model: Transformer, decode: Decode) -> torch.Tensor:
+    """The position encodings CTranslate2 adds, row i for position i: (P, D)."""
+    if isinstance(model.positions, LearnedPositionalEmbedding):
+        return model.positions.embedding.weight.detach().float()  # (P, D)
+    longest = decode.max_src_len + 1  # the source's pieces and its EOS
+    positions = max(longest, math.floor(decode.max_len_a * longest + decode.max_len_b)) + 1
+    return sinusoidal_encoding(positions, model.d_model)  # (P, D)
+
+
+def _np(t: torch.Tensor) -> Any:
+    return t.detach().float().contiguous().numpy()
+
+
+def _linear(spec: Any, *linears: torch.nn.Linear) -> None:
+    """Set a CTranslate2 `LinearSpec` from one or more `nn.Linear` stacked on the output axis."""
+    spec.weight = _np(torch.cat([lin.weight for lin in linears]))
+    spec.bias = _np(torch.cat([lin.bias for lin in linears]))
+
+
+def _norm(spec: Any, norm: torch.nn.LayerNorm) -> None:
+    spec.gamma, spec.beta = _np(norm.weight), _np(norm.bias)
+
+
+def _attention(spec: Any, attn: Any, self_attention: bool) -> None:
+    if self_attention:
+        _linear(spec.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
+    else:
+        _linear(spec.linear[0], attn.q_proj)
+        _linear(spec.linear[1], attn.k_proj, attn.v_proj)
+    _linear(spec.linear[-1], attn.out_proj)
+
+
+def _ffn(spec: Any, ffn: Any, norm: torch.nn.LayerNorm) -> None:
+    _norm(spec.layer_norm, norm)
+    _linear(spec.linear_0, ffn.w_1)
+    _linear(spec.linear_1, ffn.w_2)
+
+
+def _stack(spec: Any, embedding: torch.nn.Embedding, positions: torch.Tensor, final_norm: Any) -> None:
+    embeddings = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
+    embeddings.weight = _np(embedding.weight)
+    spec.scale_embeddings = True  # * sqrt(d_model)
+    spec.position_encodings.encodings = _np(positions)
+    if isinstance(final_norm, torch.nn.LayerNorm):
+        _norm(spec.layer_norm, final_norm)
+
+
+def transformer_spec(model: Transformer, vocabs: Vocabs, decode: Decode) -> Any:
+    """CTranslate2's `TransformerSpec` holding the weights of `model`."""
+    ct2 = optional("ctranslate2")
+    specs = ct2.specs.transformer_spec
+    attn = model.decoder_layers[0].self_attn
+    pre_norm = model.decoder_layers[0].res_self.pre_norm
+    shape = {"num_heads": attn.n_heads, "pre_norm": pre_norm, "head_dim": attn.d_k}
+    spec = specs.TransformerSpec(
+        specs.TransformerEncoderSpec(len(model.encoder_layers), **shape), specs.TransformerDecoderSpec(len(model.decoder_layers), **shape)
+    )
+    positions = position_table(model, decode)
+    _stack(spec.encoder, model.src_embed, positions, model.encoder_norm)
+    for layer_spec, layer in zip(spec.encoder.layer, model.encoder_layers):
+        _attention(layer_spec.self_attention, layer.self_attn, self_attention=True)
+        _norm(layer_spec.self_attention.layer_norm, layer.res_attn.norm)
+        _ffn(layer_spec.ffn, layer.ffn, layer.res_ffn.norm)
+    _stack(spec.decoder, model.tgt_embed, positions, model.decoder_norm)
+    spec.decoder.projection.weight = _np(model.output_weight)
+    for layer_spec, layer in zip(spec.decoder.layer, model.decoder_layers):
+        _attention(layer_spec.self_attention, layer.self_attn, self_attention=True)
+        _norm(layer_spec.self_attention.layer_norm, layer.res_self.norm)
+        _attention(layer_spec.attention, layer.cross_attn, self_attention=False)
+        _norm(layer_spec.attention.layer_norm, layer.res_cross.norm)
+        _ffn(layer_spec.ffn, layer.ffn, layer.res_ffn.norm)
+    spec.register_source_vocabulary(vocabs.src_vocab.to_json()["tokens"])
+    spec.register_target_vocabulary(vocabs.tgt_vocab.to_json()["tokens"])
+    spec.config.add_source_eos = True
+    spec.config.decoder_start_token = "<s>"
+    spec.config.layer_norm_epsilon = LAYER_NORM_EPS
+    return spec
+
+
+def write(model: Any, vocabs: Vocabs, decode: Decode, quantization: str | None) -> Callable[[Path], dict[str, Any]]:
+    """The engine writer for `bundle.write_bundle`: converts `model` into the folder it is given."""
+    model = check_supported(model)
+    ct2 = optional("ctranslate2")
+
+    class AttnkitConverter(ct2.converters.Converter):
+        def _load(self) -> Any:
+            return transformer_spec(model, vocabs, decode)
+
+    def into(folder: Path) -> dict[str, Any]:
+        AttnkitConverter().convert(str(folder), quantization=QUANTIZATIONS.get(quantization or ""), force=True)
+        return {"ctranslate2": ct2.__version__, "quantization": quantization or "float32"}
+
+    return into
+
+
+def load(bundle: Bundle, compute_type: str = "default", threads: int = 0) -> Any:
+    """A `ctranslate2.Translator` on the CPU for the export folder (`compute_type`: default, float32, int8, ...)."""
+    ct2 = optional("ctranslate2")
+    return ct2.Translator(str(bundle.folder), device="cpu", compute_type=compute_type, inter_threads=1, intra_threads=threads)
+
+
+def _best(hypotheses: Sequence[list[str]], scores: Sequence[float], alpha: float) -> list[str]:
+    """The hypothesis attnkit's beam search returns: the finished one (ending in `</s>`) of highest
+    log P / lp(Y) (lp counts the EOS), from CTranslate2's length-normalised scores; only when none
+    finished within the step limit, the best of the beams cut there."""
+
+    def score(i: int) -> float:
+        tokens = hypotheses[i]
+        log_prob = scores[i] * len(tokens) ** LENGTH_PENALTY  # CTranslate2 divided by len ** LENGTH_PENALTY
+        return log_prob / length_penalty(len(tokens), alpha)
+
+    finished = [i for i, tokens in enumerate(hypotheses) if tokens and tokens[-1] == EOS_TOKEN]
+    return hypotheses[max(finished or range(len(hypotheses)), key=score)]
+
+
+def _search(translator: Any, batch: list[list[str]], limit: int, decode: Decode) -> list[list[list[str]]]:
+    """CTranslate2's search of `batch` with step limit `limit`: each sentence's hypotheses (beam: all K finished ones, EOS kept)."""
+    options = {"beam_size": decode.beam, "max_decoding_length": limit, "min_decoding_length": 0, "max_input_length": 0}
+    if decode.beam == 1:
+        return [result.hypotheses for result in translator.translate_batch(batch, **options)]
+    options |= {"num_hypotheses": decode.beam, "length_penalty": LENGTH_PENALTY, "return_scores": True, "return_end_token": True}
+    return [[_best(r.hypotheses, r.scores, decode.alpha)] for r in translator.translate_batch(batch, **options)]
+
+
+def translate(bundle: Bundle, translator: Any, lines: Sequence[str], decode: Decode, source: str = "input") -> list[str]:
+    """Translate `lines` with CTranslate2 as `attnkit translate` does with `decode` (beam 1: greedy).
+
+    Each batch is searched with its longest sentence's step limit. Greedy outputs are then cut at
+    their own limit (greedy search is the same up to there); a beam-searched sentence whose search
+    ran past its own limit (a finished hypothesis longer than it) is searched again with its limit.
+    """
+    tokens = bundle.source_tokens(lines, source)
+    limits = [max(math.floor(decode.max_len_a * (len(t) + 1) + decode.max_len_b), 1) for t in tokens]
+    best: list[list[str]] = [[] for _ in lines]
+    again: dict[int, list[int]] = {}
+    for index in length_batches([len(t) for t in tokens], decode.batch_size):
+        for i, hyps in zip(index, _search(translator, [tokens[i] for i in index], max(limits[i] for i in index), decode)):
+            best[i] = hyps[0][: limits[i]] if decode.beam == 1 else hyps[0]
+            if len(best[i]) > limits[i]:
+                again.setdefault(limits[i], []).append(i)
+    for limit, index in again.items():
+        for start in range(0, len(index), decode.batch_size):
+            part = index[start : start + decode.batch_size]
+            for i, hyps in zip(part, _search(translator, [tokens[i] for i in part], limit, decode)):
+                best[i] = hyps[0]
+    return [bundle.text_of_pieces(pieces) for pieces in best]

@@ -1,0 +1,145 @@
+"""Deployment: a tiny trained Transformer exported to CTranslate2 and ONNX decodes as attnkit does;
+int8 decoding; runs that cannot be exported are one error line (docs/deployment.md)."""
+
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnkit.artifacts.checkpoint import save_checkpoint
+from attnkit.artifacts.runs import load_run
+from attnkit.cli import main
+from attnkit.data.batching import collate
+from attnkit.families import FAMILIES
+from attnkit.families.translation.export import ctranslate2_model, onnx_runner
+from attnkit.families.translation.export.bundle import read_bundle
+from attnkit.families.translation.translate import translate
+
+FAMILY = FAMILIES["translation"]
+
+
+def _reversals(rng: random.Random, n: int) -> list[tuple[list[int], list[int]]]:
+    """Sequences of 2-6 of the toy ids 4..13 (t0..t9) and their reversals."""
+    pairs = []
+    for _ in range(n):
+        ids = [rng.randrange(4, 14) for _ in range(rng.randint(2, 6))]
+        pairs.append((ids, ids[::-1]))
+    return pairs
+
+
+def _train(folder: Path, steps: int = 150) -> None:
+    """Teach the tiny run's model to reverse (a few seconds), so that its searches end with EOS as a trained model's do."""
+    loaded = load_run(folder, FAMILY)
+    model = loaded.model.train()
+    examples = _reversals(random.Random(0), 2000)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        for step in range(steps):
+            batch = collate(examples, range(step * 13 % 1900, step * 13 % 1900 + 64))
+            logits = model(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, V)
+            loss = F.cross_entropy(logits[batch.tgt_keep], batch.tgt_out[batch.tgt_keep])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    save_checkpoint(folder, 1, model.eval(), state={"step": 1})
+
+
+@pytest.fixture(scope="module", params=["post", "pre"])
+def trained(request, tmp_path_factory, tiny_transformer_maker) -> Path:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        folder = tiny_transformer_maker(tmp_path_factory.mktemp("deploy") / request.param, norm=request.param)
+        _train(folder)
+    finally:
+        torch.set_num_threads(threads)
+    return folder
+
+
+def _lines() -> list[str]:
+    rng = random.Random(1)
+    return [" ".join(f"t{rng.randrange(10)}" for _ in range(rng.randint(1, 7))) for _ in range(60)]
+
+
+@functools.cache
+def _attnkit(run: Path, beam: int) -> list[str]:
+    loaded = load_run(run, FAMILY)
+    return [nbest[0].text for nbest in translate(loaded.model, loaded.vocabs, _lines(), loaded.run.decode.with_overrides(beam=beam))]
+
+
+def _export(run: Path, out: Path, fmt: str, *extra: str) -> Path:
+    assert main(["export", str(run), "--format", fmt, "--out", str(out), *extra]) == 0
+    return out
+
+
+def test_ctranslate2_decodes_as_attnkit(trained, tmp_path):
+    pytest.importorskip("ctranslate2", reason="the optional ctranslate2 package (pip install 'attnkit[export]')")
+    bundle = read_bundle(_export(trained, tmp_path / "ct2", "ctranslate2"), "ctranslate2")
+    translator = ctranslate2_model.load(bundle, threads=1)
+    assert _attnkit(trained, 1)[:3] != ["", "", ""]  # the model learnt something
+    for beam in (1, 3):
+        decode = bundle.decode.with_overrides(beam=beam)
+        assert ctranslate2_model.translate(bundle, translator, _lines(), decode) == _attnkit(trained, beam)
+
+
+def test_ctranslate2_int8_export_loads_and_translates(trained, tmp_path):
+    pytest.importorskip("ctranslate2", reason="the optional ctranslate2 package (pip install 'attnkit[export]')")
+    bundle = read_bundle(_export(trained, tmp_path / "ct2-int8", "ctranslate2", "--quantization", "int8"), "ctranslate2")
+    assert bundle.info["engine"]["quantization"] == "int8"
+    out = ctranslate2_model.translate(bundle, ctranslate2_model.load(bundle, threads=1), _lines(), bundle.decode)
+    same = sum(a == b for a, b in zip(out, _attnkit(trained, bundle.decode.beam)))
+    assert same >= 0.8 * len(out)
+
+
+def test_onnx_decodes_as_attnkit(trained, tmp_path):
+    pytest.importorskip("onnxscript", reason="the optional onnx and onnxscript packages (pip install 'attnkit[export]')")
+    pytest.importorskip("onnxruntime", reason="the optional onnxruntime package (pip install 'attnkit[export]')")
+    bundle = read_bundle(_export(trained, tmp_path / "onnx", "onnx"), "onnx")
+    model = onnx_runner.OnnxTransformer(bundle, threads=1)
+    for beam in (1, 3):
+        assert onnx_runner.translate(bundle, model, _lines(), bundle.decode.with_overrides(beam=beam)) == _attnkit(trained, beam)
+
+
+def test_translate_int8(trained, tmp_path, capsys):
+    loaded = load_run(trained, FAMILY, dtype=torch.qint8)
+    for linear in (loaded.model.decoder_layers[0].ffn.w_1, loaded.model.decoder_layers[0].self_attn.k_proj, loaded.model.output):
+        assert type(linear).__module__.startswith("torch.ao.nn.quantized.dynamic")  # the tied output projection too
+    src = tmp_path / "src.txt"
+    src.write_text("".join(line + "\n" for line in _lines()))
+    capsys.readouterr()
+    assert main(["translate", str(trained), "--input", str(src), "--dtype", "int8", "--beam", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    same = sum(a == b for a, b in zip(out, _attnkit(trained, 3)))
+    assert len(out) == len(_lines()) and same >= 0.8 * len(out)
+
+
+@pytest.mark.parametrize("fmt", ["ctranslate2", "onnx"])
+def test_rnn_export_is_one_error_line(tiny_rnn_run, tmp_path, capsys, fmt):
+    assert main(["export", str(tiny_rnn_run), "--format", fmt, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "export is not supported for this model (RNNSeq2Seq)" in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_int8_rnn_and_classifier_are_refused(tiny_rnn_run, tiny_sase_run, tmp_path, capsys):
+    src = tmp_path / "src.txt"
+    src.write_text("t1 t2\n")
+    assert main(["translate", str(tiny_rnn_run), "--input", str(src), "--dtype", "int8"]) == 2
+    assert "int8 decoding is not supported for this model (RNNSeq2Seq)" in capsys.readouterr().err
+    assert main(["export", str(tiny_sase_run), "--format", "onnx", "--out", str(tmp_path / "out")]) == 2
+    assert "this command needs a translation run" in capsys.readouterr().err
+
+
+def test_export_never_replaces_a_folder_it_did_not_write(tiny_transformer_run, tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me\n")
+    assert main(["export", str(tiny_transformer_run), "--format", "ctranslate2", "--out", str(out)]) == 2
+    assert "is not an attnkit export folder" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "keep me\n"
