@@ -12,7 +12,6 @@ import random
 import re
 
 import numpy as np
-
 import pytest
 import yaml
 from PIL import Image
