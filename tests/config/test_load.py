@@ -135,3 +135,11 @@ def test_sase_config_errors(tmp_path, change, message):
 def test_accuracy_early_stopping_is_for_classification(tmp_path):
     with pytest.raises(ConfigError, match="accuracy is not measured for a transformer model; use bleu or loss"):
         load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "early_stopping": "accuracy"}}))
+
+
+def test_cosine_schedule_needs_total(tmp_path):
+    path = write(tmp_path, {**MINIMAL, "train": {"max_steps": 10, "schedule": {"kind": "cosine", "lr": 1e-3, "warmup": 5}}})
+    with pytest.raises(ConfigError, match=r"train\.schedule: .*cosine needs total > warmup"):
+        load_config(path)
+    run = load_config(path, ["train.schedule.total=10"])
+    assert (run.train.schedule.kind, run.train.schedule.total) == ("cosine", 10)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from attnkit.train.schedules import constant, inverse_sqrt, make_schedule, noam
+from attnkit.train.schedules import constant, cosine, inverse_sqrt, make_schedule, noam
 
 
 def test_noam_by_hand() -> None:
@@ -33,6 +33,19 @@ def test_inverse_sqrt_by_hand() -> None:
     assert max(values) == values[9] == 1.0
 
 
+def test_cosine() -> None:
+    # warmup 10, total 110: linear to the peak, half the peak half-way down, 0 at total and after
+    assert cosine(5, peak_lr=2e-3, warmup=10, total=110) == pytest.approx(1e-3)
+    assert cosine(10, peak_lr=2e-3, warmup=10, total=110) == pytest.approx(2e-3)
+    assert cosine(60, peak_lr=2e-3, warmup=10, total=110) == pytest.approx(1e-3)
+    assert cosine(35, peak_lr=2e-3, warmup=10, total=110) == pytest.approx(1e-3 * (1 + math.cos(math.pi / 4)))
+    assert cosine(110, peak_lr=2e-3, warmup=10, total=110) == pytest.approx(0.0, abs=1e-15)
+    assert cosine(500, peak_lr=2e-3, warmup=10, total=110) == pytest.approx(0.0, abs=1e-15)
+    values = [cosine(s, peak_lr=1.0, warmup=10, total=110) for s in range(10, 111)]
+    assert all(a >= b for a, b in zip(values, values[1:], strict=False))  # never rises after the warmup
+    assert make_schedule("cosine", peak_lr=1.0, warmup=10, total=110)(60) == pytest.approx(0.5)
+
+
 def test_constant_and_make_schedule() -> None:
     assert constant(123, lr=3e-4) == 3e-4
     assert make_schedule("noam", d_model=512, warmup=4000)(4000) == noam(4000, d_model=512, warmup=4000)
@@ -41,8 +54,10 @@ def test_constant_and_make_schedule() -> None:
 
 
 def test_bad_arguments_fail_early() -> None:
-    with pytest.raises(ValueError, match="unknown learning-rate schedule 'cosine'"):
-        make_schedule("cosine", lr=1.0)
+    with pytest.raises(ValueError, match="unknown learning-rate schedule 'linear'"):
+        make_schedule("linear", lr=1.0)
+    with pytest.raises(ValueError, match="1 <= warmup < total"):
+        cosine(1, peak_lr=1.0, warmup=10, total=10)
     with pytest.raises(TypeError, match="schedule 'noam'.*warmup"):
         make_schedule("noam", d_model=512)
     with pytest.raises(TypeError, match="schedule 'constant'"):

@@ -38,11 +38,18 @@ class CheckPolicy(Strict):
 
 
 class Schedule(Strict):
-    """Learning rate schedule. noam: `lr` is the scale factor; inverse_sqrt: `lr` is the peak."""
+    """Learning rate schedule. noam: `lr` is the scale factor; inverse_sqrt, cosine: `lr` is the peak."""
 
-    kind: Literal["noam", "inverse_sqrt", "constant"] = "noam"
+    kind: Literal["noam", "inverse_sqrt", "constant", "cosine"] = "noam"
     lr: PositiveFloat = 1.0
     warmup: PositiveInt = 4000
+    total: PositiveInt | None = None  # cosine: the step at which the rate reaches 0
+
+    @model_validator(mode="after")
+    def _cosine(self) -> Schedule:
+        if self.kind == "cosine" and (self.total is None or self.total <= self.warmup):
+            raise ValueError(f"schedule kind cosine needs total > warmup (the step where the rate reaches 0), got total={self.total}, warmup={self.warmup}")
+        return self
 
 
 class Train(Strict):

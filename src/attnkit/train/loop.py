@@ -71,6 +71,8 @@ class Trainer:
                 self.schedule = make_schedule("inverse_sqrt", peak_lr=s.lr, warmup=s.warmup)
             case "constant":
                 self.schedule = make_schedule("constant", lr=s.lr)
+            case "cosine":
+                self.schedule = make_schedule("cosine", peak_lr=s.lr, warmup=s.warmup, total=s.total)
         self.scaler = grad_scaler(device, t.precision)
 
     def update(self, batches: list, state: TrainState) -> float | None:

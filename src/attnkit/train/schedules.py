@@ -65,11 +65,32 @@ def constant(step: int, *, lr: float) -> float:
     return lr
 
 
+def cosine(step: int, *, peak_lr: float, warmup: int, total: int) -> float:
+    """Linear warmup from 0 to `peak_lr` over `warmup` steps, then a half cosine down to 0 at `total`.
+
+    lr = peak_lr * step / warmup for step <= warmup, then
+    lr = peak_lr * (1 + cos(pi * (step - warmup) / (total - warmup))) / 2, and 0 after `total`
+    (Loshchilov & Hutter 2017, SGDR, one cycle without restarts).
+
+    Args:
+        step: 1-based optimizer step.
+        peak_lr: the learning rate at step = warmup.
+        warmup: number of warmup steps (>= 1).
+        total: the step at which the rate reaches 0 (> warmup); usually `train.max_steps`.
+    """
+    _check_step(step)
+    if not 1 <= warmup < total:
+        raise ValueError(f"cosine needs 1 <= warmup < total, got warmup={warmup}, total={total}")
+    if step <= warmup:
+        return peak_lr * step / warmup
+    return peak_lr * (1.0 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup)))) / 2.0
+
+
 def make_schedule(kind: str, **kwargs: float) -> Callable[[int], float]:
     """Bind a schedule's keyword arguments: `make_schedule("noam", d_model=512, warmup=4000)`.
 
     Args:
-        kind: "noam", "inverse_sqrt" or "constant".
+        kind: "noam", "inverse_sqrt", "constant" or "cosine".
         **kwargs: exactly the keyword arguments of that function (checked now, not at step 1).
 
     Returns:
@@ -86,8 +107,10 @@ def make_schedule(kind: str, **kwargs: float) -> Callable[[int], float]:
             fn = inverse_sqrt
         case "constant":
             fn = constant
+        case "cosine":
+            fn = cosine
         case _:
-            raise ValueError(f"unknown learning-rate schedule {kind!r}; expected noam, inverse_sqrt or constant")
+            raise ValueError(f"unknown learning-rate schedule {kind!r}; expected noam, inverse_sqrt, constant or cosine")
     try:
         inspect.signature(fn).bind(1, **kwargs)
     except TypeError as err:

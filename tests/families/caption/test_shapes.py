@@ -5,10 +5,13 @@ PNG work on the run, and bad input is one clear line."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import random
+import re
 
+import numpy as np
 import pytest
 import yaml
 from PIL import Image
@@ -55,6 +58,32 @@ def test_caption_evaluate_report_and_png(shapes_run, tmp_path, capsys):
     assert scores["bleu4"] >= 90.0 and {"bleu1", "cider", "rouge_l"} <= set(scores)
     assert main(["report", str(root / "run"), image, "--out", str(tmp_path / "r.html")]) == 0
     assert scenes[0].caption in (tmp_path / "r.html").read_text()
+
+
+def _picture(uri: str) -> np.ndarray:
+    head, data = uri.split(",", 1)
+    assert head == "data:image/jpeg;base64"
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("L"), dtype=np.float32)
+
+
+def test_report_shows_each_word_over_the_image(shapes_run, tmp_path):
+    root, scenes = shapes_run
+    image = str(root / "data" / "images_valid" / "valid00000.png")
+    page = tmp_path / "r.html"
+    assert main(["report", str(root / "run"), image, "--out", str(page), "--beam", "1"]) == 0
+    text = page.read_text()
+    assert "renderOverlays" in text and "http" not in text.replace("http://www.w3.org", "")  # offline: everything inline
+    record = json.loads(re.search(r'id="attention-data">(.*?)</script>', text, re.S).group(1))[0]
+    assert record["caption"] == scenes[0].caption and [o["word"] for o in record["overlays"]] == record["words"]
+    size = load_run(root / "run").run.model.input_size
+    assert _picture(record["image"]).shape == (size, size)
+    thing = scenes[0].objects[0]  # the first object's colour word looks at it: its cell is the brightest
+    grid, k = record["grid"], record["words"].index(thing.colour)
+    picture, step = _picture(record["overlays"][k]["src"]), size // record["grid"]
+    brightness = [picture[r * step : (r + 1) * step, c * step : (c + 1) * step].mean() for r in range(grid) for c in range(grid)]
+    attention = record["attention"][k]
+    assert max(range(grid * grid), key=brightness.__getitem__) == max(range(grid * grid), key=attention.__getitem__)
+    assert max(range(grid * grid), key=attention.__getitem__) in place_cells(thing, grid)
 
 
 def _truncated_jpeg() -> bytes:

@@ -19,6 +19,8 @@ from attnkit.artifacts.runs import LoadedRun
 from attnkit.families.caption import codec, commands
 from attnkit.families.caption.api import API, caption_record
 from attnkit.families.caption.config import CaptionRun
+from attnkit.families.caption.figure import data_uri, overlay
+from attnkit.families.caption.images import open_image, resize_for_encoder
 from attnkit.families.caption.infer import caption_images
 from attnkit.families.caption.model import build
 from attnkit.families.caption.task import CaptionTask
@@ -31,12 +33,16 @@ def _cells(grid: int) -> list[str]:
 
 def _records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
     """Per image path: the caption record plus the report's fields (source, text, n-best, a
-    words x cells map under "cross")."""
-    out = []
+    words x cells map under "cross", and the figure: the image as the encoder saw it under "image"
+    and, per word, that image with the word's attention overlaid under "overlays", as data URIs)."""
+    out, size = [], loaded.run.model.input_size
     for i, (line, r) in enumerate(zip(lines, caption_images(loaded, list(lines), options.decode))):
         maps = {"cross": {"rows": r.words, "cols": _cells(r.grid), "layers": [[r.attention]]}}
         nbest = [{"text": c, "score": s, "finished": True} for c, s in r.nbest]
-        out.append({**caption_record(i, line, r), "source": line, "text": r.caption, "nbest": nbest, "maps": maps})
+        image = resize_for_encoder(open_image(line), size)
+        overlays = [{"word": w, "src": data_uri(overlay(image, a, r.grid))} for w, a in zip(r.words, r.attention)]
+        out.append({**caption_record(i, line, r), "source": line, "text": r.caption, "nbest": nbest, "maps": maps,
+                    "image": data_uri(image), "overlays": overlays})  # fmt: skip
     return out
 
 

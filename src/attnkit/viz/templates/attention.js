@@ -1,6 +1,7 @@
 // Attention views shared by the static report (inlined) and the web UI (served): plain JavaScript,
-// no dependencies. Records are the JSON of attnkit.viz.explore.record (translation) and of the
-// classify API (label, probs, tokens, attention per hop).
+// no dependencies. Records are the JSON of attnkit.viz.explore.record (translation), of the
+// classify API (label, probs, tokens, attention per hop), and of a family whose output is text
+// about an image (also an input image and per-word overlays as data URIs).
 "use strict";
 
 const AttnView = (() => {
@@ -120,6 +121,16 @@ const AttnView = (() => {
     return el("div", {class: "attn-scroll"}, [table]);
   }
 
+  // An attention figure over an image (a captioner's record): the input image, then one panel per
+  // output word, the image with that word's attention overlaid (record.image, record.overlays[t].src:
+  // data URIs made by the family, so the report stays offline).
+  function renderOverlays(container, record) {
+    const panel = (src, word, cls) => el("figure", {class: `attn-panel ${cls}`}, [el("img", {src, alt: word}), el("figcaption", {text: word})]);
+    const strip = el("div", {class: "attn-overlays"}, [panel(record.image, "input", "attn-input")]);
+    for (const o of record.overlays) strip.appendChild(panel(o.src, o.word, "attn-word"));
+    container.appendChild(strip);
+  }
+
   // One translated sentence: source, output, n-best list with scores, attention view.
   function renderTranslation(container, record) {
     const card = el("section", {class: "attn-card"});
@@ -131,6 +142,7 @@ const AttnView = (() => {
                                       el("span", {text: (h.text || "(empty)") + (h.finished ? "" : " \u2026 (cut at max length)")})]));
     }
     card.appendChild(el("details", {}, [el("summary", {text: `${record.nbest.length}-best list`}), nbest]));
+    if (record.overlays) renderOverlays(card, record);
     if (record.maps) renderMaps(card, record.maps);
     container.appendChild(card);
   }
@@ -164,5 +176,5 @@ const AttnView = (() => {
     container.appendChild(card);
   }
 
-  return {renderTranslation, renderClassification, renderMaps};
+  return {renderTranslation, renderClassification, renderMaps, renderOverlays};
 })();
