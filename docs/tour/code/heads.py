@@ -10,7 +10,7 @@ patterns, averaged over all query tokens of all sentences:
 - distance: the mean distance |i - j| in tokens between the query i and the keys j it attends to.
 
 It prints the table, names the head that scores highest on each pattern and draws it on the
-sentence with the most tokens (one PNG each, under --out).
+longest sentence whose translation finished within twice its length (one PNG each, under --out).
 
     .venv/bin/python docs/tour/code/heads.py RUN [--sentences 100] [--out plots/heads]
 """
@@ -80,7 +80,8 @@ def main() -> None:
             for p, v in zip(PATTERNS, row):
                 if v > best[p][0] and not (p == "same word" and name.startswith("decoder")):
                     best[p] = (v, name, h)
-    longest = max(explored, key=lambda e: len(e.nbest[0].src_pieces))
+    finished = [e for e in explored if e.nbest[0].finished and len(e.nbest[0].tgt_pieces) <= 2 * len(e.nbest[0].src_pieces)] or explored
+    longest = max(finished, key=lambda e: len(e.nbest[0].src_pieces))  # the longest sentence with a translation of sane length
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = {}
