@@ -16,7 +16,7 @@ from attnkit.commands import data, doctor, explore, sweep, training
 from attnkit.commands.training import PRESETS
 from attnkit.errors import AttnkitError
 
-JEMALLOC_COMMANDS = {"train", "sweep", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
+JEMALLOC_COMMANDS = {"train", "demo", "sweep", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
 
 __all__ = ["PRESETS", "main"]
 
