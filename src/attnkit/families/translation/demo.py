@@ -3,8 +3,8 @@
 `setup` picks `rnn-luong-m30k` (Luong et al. 2015: a bi-LSTM encoder, an LSTM decoder with global
 attention and input feeding) on Multi30k En->De (data from --data, data/multi30k,
 ../shared/data/multi30k, or downloaded) or, with no Multi30k reachable, `toy-reverse` (look for the
-anti-diagonal). Of the presets it is the one that translates soonest: about 26 validation BLEU
-after 400 updates, where the Transformer preset is at about 10 (README, "The demo").
+anti-diagonal). Of the presets it is the one that translates soonest: with a 4k BPE, 25.2
+validation BLEU after 300 updates, where the Transformer preset has 3.2 (README, "The demo").
 `showcase` translates the test set (beam 5), prints three samples and the test BLEU, writes a
 cross-attention heatmap and an offline HTML report of a few sentences, and prints the command that
 serves the run in a browser.
