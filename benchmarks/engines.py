@@ -98,7 +98,10 @@ def one_engine(args: argparse.Namespace) -> None:
         }), flush=True)  # fmt: skip
     if args.profile and args.one.startswith("attnkit"):  # after the timed runs, so that the profiler's memory is not in peak_rss_mb
         for beam in args.beams:
-            _profile(decode_fn, src, Decode(beam=beam, alpha=alpha, batch_size=64), Path(args.work) / f"{args.one}_beam{beam}_profile.txt")
+            # One worker: the profiler records the operators of the thread that runs them, and the
+            # CPU decoder's worker threads (translate.py) would leave the table empty.
+            profiled = Decode(beam=beam, alpha=alpha, batch_size=64, workers=1)
+            _profile(decode_fn, src, profiled, Path(args.work) / f"{args.one}_beam{beam}_profile.txt")
 
 
 def _profile(decode_fn: Callable[[list[str], Decode], list[str]], src: list[str], decode: Decode, path: Path) -> None:
