@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnkit.io import atomic_path
-from attnkit.viz.heatmap import pyplot
+from attnkit.viz.heatmap import pyplot, save_png
 
 
 def plot_bars(labels: list[str], panels: dict[str, list[float | None]], path: str | Path, title: str = "") -> Path:
@@ -25,8 +24,4 @@ def plot_bars(labels: list[str], panels: dict[str, list[float | None]], path: st
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)

@@ -21,6 +21,15 @@ def pyplot():
     return plt
 
 
+def save_png(fig, path: str | Path, dpi: int = 120) -> Path:
+    """Write a matplotlib figure as PNG atomically (never a half-written file), close it; returns the path."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+    pyplot().close(fig)
+    return path
+
+
 def plot_attention(weights, src: list[str], tgt: list[str], path: str | Path, title: str = "",
                    xlabel: str = "source", ylabel: str = "target") -> Path:  # fmt: skip
     """Write a (T x S) heatmap with target tokens (queries) as rows and source tokens (keys) as columns."""
@@ -38,8 +47,4 @@ def plot_attention(weights, src: list[str], tgt: list[str], path: str | Path, ti
         ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     fig.tight_layout()
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)

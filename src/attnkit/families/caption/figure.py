@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from attnkit.io import atomic_path
-from attnkit.viz.heatmap import pyplot
+from attnkit.viz.heatmap import pyplot, save_png
 
 
 def upsample(weights: Sequence[float], grid: int, size: int) -> np.ndarray:
@@ -73,8 +72,4 @@ def attention_strip(path: str | Path, image: Image.Image, words: Sequence[str], 
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=80)
-    plt.close(fig)
-    return path
+    return save_png(fig, path, dpi=80)

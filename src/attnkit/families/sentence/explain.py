@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.families.sentence.infer import ClassifyResult
-from attnkit.io import atomic_path, atomic_write_text
-from attnkit.viz.heatmap import pyplot
+from attnkit.io import atomic_write_text
+from attnkit.viz.heatmap import pyplot, save_png
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 70em; }
@@ -80,6 +80,4 @@ def write_png(path: str | Path, results: Sequence[ClassifyResult]) -> None:
         ax.axhline(0.5, color="black", linewidth=0.8)
         ax.set_title(f"{r.label} ({r.probs[r.label]:.2f})", fontsize=9, loc="left")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    save_png(fig, path)
