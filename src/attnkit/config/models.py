@@ -6,7 +6,7 @@ makes the `attnkit.models.transformer.Transformer` it describes.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
@@ -46,9 +46,15 @@ class Transformer(Strict):
         return self
 
 
-def build_transformer(cfg: Transformer, *, src_vocab_size: int, tgt_vocab_size: int, joint: bool) -> TransformerModel:
-    """The Transformer of `cfg` for the given vocabulary sizes (`joint`: one vocabulary for both sides)."""
-    return TransformerModel(
+def build_transformer(
+    cfg: Transformer, *, src_vocab_size: int, tgt_vocab_size: int, joint: bool, model_class: type[TransformerModel] = TransformerModel, **extra: Any
+) -> TransformerModel:
+    """The Transformer of `cfg` for the given vocabulary sizes (`joint`: one vocabulary for both sides).
+
+    `model_class` (a subclass of `attnkit.models.transformer.Transformer`) is built instead, with `extra`
+    keyword arguments, when a family extends the model (the parser's word pointer).
+    """
+    return model_class(
         src_vocab_size=src_vocab_size,
         tgt_vocab_size=tgt_vocab_size,
         d_model=cfg.d_model,
@@ -65,4 +71,5 @@ def build_transformer(cfg: Transformer, *, src_vocab_size: int, tgt_vocab_size: 
         max_positions=cfg.max_positions,
         share_embeddings=cfg.share_embeddings and joint,
         tie_output=cfg.tie_output,
+        **extra,
     )

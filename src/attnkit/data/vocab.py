@@ -63,6 +63,10 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self._itos)
 
+    def __contains__(self, token: object) -> bool:
+        """True for an ordinary token of the vocabulary (or ``<unk>``)."""
+        return token in self._stoi
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Vocabulary) and self._itos == other._itos
 

@@ -215,9 +215,11 @@ class Transformer(nn.Module):
             if p.dim() > 1 and "embed" not in name:
                 nn.init.xavier_uniform_(p)
 
-    def embed(self, tokens: Tensor, embedding: nn.Embedding, start: int = 0) -> Tensor:
-        """tokens (B, T) -> (B, T, D): embedding * sqrt(d_model) + positions, then dropout."""
+    def embed(self, tokens: Tensor, embedding: nn.Embedding, start: int = 0, inputs: Tensor | None = None) -> Tensor:
+        """tokens (B, T) -> (B, T, D): embedding * sqrt(d_model) (+ `inputs` (B, T, D)) + positions, then dropout."""
         x = embedding(tokens) * math.sqrt(self.d_model)  # (B, T, D)
+        if inputs is not None:
+            x = x + inputs  # (B, T, D)
         return self.embed_dropout(self.positions(x, start=start))  # (B, T, D)
 
     @property
@@ -258,12 +260,17 @@ class Transformer(nn.Module):
     def _cross_kv(self, memory: Tensor) -> list[KVCache]:
         return [layer.cross_attn.project_kv(memory, memory) for layer in self.decoder_layers]
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False) -> tuple[Tensor, list[LayerAttention]]:
-        """Teacher-forced decoder pass: tgt_in (B, T) -> (features (B, T, D), per-layer weights)."""
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False, inputs: Tensor | None = None
+    ) -> tuple[Tensor, list[LayerAttention]]:
+        """Teacher-forced decoder pass: tgt_in (B, T) -> (features (B, T, D), per-layer weights).
+
+        `inputs` (B, T, D), if given, is added to the target embeddings (a family's extra decoder input).
+        """
         T = tgt_in.size(1)
         self_keep = causal_mask(T, device=tgt_in.device)  # (T, T)
         cross_keep = src_keep[:, None, None, :]  # (B, 1, 1, S)
-        x = self.embed(tgt_in, self.tgt_embed)  # (B, T, D)
+        x = self.embed(tgt_in, self.tgt_embed, inputs=inputs)  # (B, T, D)
         maps = []
         for layer, kv in zip(self.decoder_layers, self._cross_kv(memory)):
             x, _, w = layer(x, None, kv, self_keep, cross_keep, need_weights, need_weights)  # (B, T, D)
@@ -297,18 +304,19 @@ class Transformer(nn.Module):
             position=0,
         )
 
-    def step(self, prev_tokens: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState, Tensor]:
+    def step(self, prev_tokens: Tensor, state: TransformerState, inputs: Tensor | None = None) -> tuple[Tensor, TransformerState, Tensor]:
         """One decoding step.
 
         Args:
             prev_tokens: (B, 1) the previous output token (BOS first).
             state: from `init_state` or the previous step.
+            inputs: (B, 1, D) added to the target embedding, as in `decode` (or None).
 
         Returns:
             logits (B, V) (searches normalise them), the new state, and the last layer's
             cross-attention averaged over heads (B, S).
         """
-        x = self.embed(prev_tokens, self.tgt_embed, start=state.position)  # (B, 1, D)
+        x = self.embed(prev_tokens, self.tgt_embed, start=state.position, inputs=inputs)  # (B, 1, D)
         new_kv = []
         last = len(self.decoder_layers) - 1
         for i, (layer, self_kv, cross_kv) in enumerate(zip(self.decoder_layers, state.self_kv, state.cross_kv)):

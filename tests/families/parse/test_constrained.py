@@ -8,16 +8,17 @@ import random
 import pytest
 import torch
 
-from attnkit.config.models import Transformer, build_transformer
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
 from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.beam_state import check_batch_first, gather_beams
 from attnkit.families.parse.codec import build_vocabs, leaf_table
+from attnkit.families.parse.config import ParseData, ParseModel, ParseRun
 from attnkit.families.parse.constrained import ConstrainedDecoder, SymbolTables
 from attnkit.families.parse.infer import parse_words
 from attnkit.families.parse.linear import EOS as EOS_SYMBOL
 from attnkit.families.parse.linear import LinearState
+from attnkit.families.parse.task import build
 from attnkit.families.parse.trees import parse_trees
 
 TREES = parse_trees(
@@ -27,10 +28,12 @@ TREES = parse_trees(
 WORDS = sorted({w for t in TREES for w in t.words()}) + ["unseen"]
 
 
-def tiny(vocabs) -> torch.nn.Module:
+def tiny(vocabs, pointer: bool = False) -> torch.nn.Module:
+    """An untrained parser: the plain Transformer, or with `pointer` the word-pointer `Parser`."""
     torch.manual_seed(0)
-    cfg = Transformer(layers=1, d_model=16, n_heads=2, d_ff=32, dropout=0.0)
-    return build_transformer(cfg, src_vocab_size=len(vocabs.words), tgt_vocab_size=len(vocabs.symbols), joint=False).eval()
+    run = ParseRun(task="parsing", data=ParseData(treebank="unused"), train={"max_steps": 1},
+                   model=ParseModel(layers=1, d_model=16, n_heads=2, d_ff=32, dropout=0.0, pointer=pointer))  # fmt: skip
+    return build(run, vocabs).eval()
 
 
 def random_sentences(n: int, seed: int) -> list[list[str]]:
@@ -64,12 +67,13 @@ def test_the_mask_is_linear_state_allowed_along_random_walks(keep_words):
         assert linear.done
 
 
+@pytest.mark.parametrize("pointer", [False, True])
 @pytest.mark.parametrize("keep_words", [False, True])
 @pytest.mark.parametrize("beam", [1, 3])
-def test_every_search_output_is_a_tree_over_the_input_words(keep_words, beam):
+def test_every_search_output_is_a_tree_over_the_input_words(keep_words, beam, pointer):
     vocabs = build_vocabs(TREES, keep_words=keep_words, min_freq=1)
     sentences = random_sentences(200, seed=beam)
-    results = parse_words(tiny(vocabs), vocabs, sentences, Decode(beam=beam, alpha=0.3, max_len_b=8, batch_size=50))
+    results = parse_words(tiny(vocabs, pointer), vocabs, sentences, Decode(beam=beam, alpha=0.3, max_len_b=8, batch_size=50))
     assert [r.tree.words() for r in results] == sentences
     assert all(r.finished and not r.repaired for r in results)  # the constraint finishes within the step limit
     assert all(len(r.symbols) < len(words) + 1 + 8 for r, words in zip(results, sentences))

@@ -28,15 +28,16 @@ DEV = "( (S (NP (DT The) (NN cat)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .)) )\
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    """A parsing run: two training trees, one dev tree, an untrained 1-layer model (one checkpoint)."""
+    """A parsing run: two training trees, one dev tree, an untrained 1-layer model (one checkpoint),
+    with the preset's word pointer and unknown-word signatures."""
     tmp = tmp_path_factory.mktemp("parse")
     (tmp / "tb").mkdir()
     (tmp / "tb" / "wsj_0001.mrg").write_text(TRAIN, encoding="utf-8")
     (tmp / "tb" / "wsj_0180.mrg").write_text(DEV, encoding="utf-8")
     config = tmp / "parse.yaml"
     config.write_text(f"""task: parsing
-data: {{treebank: {tmp / "tb"}, min_freq: 1}}
-model: {{layers: 1, d_model: 16, n_heads: 2, d_ff: 32}}
+data: {{treebank: {tmp / "tb"}, min_freq: 2, unknown: signature}}
+model: {{layers: 1, d_model: 16, n_heads: 2, d_ff: 32, pointer: true}}
 train: {{max_steps: 1}}
 decode: {{beam: 2, max_len_b: 20, max_src_len: 12}}
 """)

@@ -1,15 +1,18 @@
 """The parsing family's codec: words <-> source ids, trees <-> target symbol ids, and run.json.
 
-The source vocabulary holds the training words (those seen `min_freq` times); the target
-vocabulary holds the symbols of `linear.linearise`: ``(L`` and ``)L`` for every constituent label
-of the training trees, and the leaf symbols (``XX``, or with `leaves: words` the same frequent
-training words). With both built from the same words, a word's source id and its leaf's target
-id name the same word (or are both `<unk>`), which is what the constrained search relies on.
+The source vocabulary holds the training words (those seen `min_freq` times) and, with
+`data.unknown: signature`, the signatures of the rarer ones (`signature`): an unknown word is read
+as its signature when the vocabulary has it, else as `<unk>`. The target vocabulary holds the
+symbols of `linear.linearise`: ``(L`` and ``)L`` for every constituent label of the training
+trees, and the leaf symbols (``XX``, or with `leaves: words` the same source tokens). With both
+built from the same tokens, a word's source id and its leaf's target id name the same token (or
+are both `<unk>`), which is what the constrained search relies on.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,31 +27,73 @@ PUNCTUATION_TAGS = {",": ",", ".": ".", "?": ".", "!": ".", ":": ":", ";": ":", 
                     "-LRB-": "-LRB-", "-RRB-": "-RRB-", "-LCB-": "-LRB-", "-RCB-": "-RRB-", "$": "$", "#": "#"}  # fmt: skip
 
 
+SUFFIXES = ("ing", "ed", "ion", "er", "est", "ly", "ity", "al", "ive", "ous", "able", "ment", "ness", "ic", "y", "s")
+
+
 @dataclass
 class ParseVocabs:
-    """Source words and target symbols; equal when both agree id for id (what --resume checks)."""
+    """Source words and target symbols; equal when both agree id for id (what --resume checks).
+
+    `signatures`: unknown words are read as their `signature` (runs before it have none).
+    """
 
     words: Vocabulary
     symbols: Vocabulary
     keep_words: bool
+    signatures: bool = False
 
 
-def build_vocabs(trees: Sequence[Tree], *, keep_words: bool, min_freq: int) -> ParseVocabs:
-    """The vocabularies of the training trees (see the module docstring)."""
-    words = Vocabulary.build([tree.words() for tree in trees], min_freq=min_freq)
+def signature(word: str) -> str:
+    """The class of a rare or unknown word, by shape and suffix, e.g. ``<unk-Xx-ing>``, ``<unk-num-dash>``.
+
+    The unknown-word classes of the Berkeley parser (Petrov et al. 2006) in small: capitalisation
+    (``X`` all capitals, ``Xx`` an initial one, ``x`` none), digits, an inner hyphen, and the first
+    of `SUFFIXES` that the lower-cased word ends with (leaving at least three letters before it).
+    """
+    letters = [c for c in word if c.isalpha()]
+    shape = "" if not letters else "X" if all(c.isupper() for c in letters) else "Xx" if word[0].isupper() else "x"
+    lower = word.lower()
+    suffix = next((s for s in SUFFIXES if lower.endswith(s) and len(lower) >= len(s) + 3), "")
+    parts = [shape, "num" if any(c.isdigit() for c in word) else "", "dash" if "-" in word[1:] else "", suffix]
+    return "<unk" + "".join("-" + p for p in parts if p) + ">"
+
+
+def build_vocabs(trees: Sequence[Tree], *, keep_words: bool, min_freq: int, signatures: bool = False) -> ParseVocabs:
+    """The vocabularies of the training trees (see the module docstring).
+
+    With `signatures`, each word seen fewer than `min_freq` times counts as its `signature`, and
+    the signatures seen `min_freq` times join the vocabulary.
+    """
+    counts = Counter(word for tree in trees for word in tree.words())
+    rare = (lambda word: signature(word) if counts[word] < min_freq else word) if signatures else (lambda word: word)
+    words = Vocabulary.build([[rare(word) for word in tree.words()] for tree in trees], min_freq=min_freq)
     brackets = sorted({s for tree in trees for s in linearise(tree)[1] if is_open(s) or is_close(s)})
     leaves = words.to_json()["tokens"][len(SPECIALS) :] if keep_words else [PLACEHOLDER]
-    return ParseVocabs(words, Vocabulary([*brackets, *leaves]), keep_words)
+    return ParseVocabs(words, Vocabulary([*brackets, *leaves]), keep_words, signatures)
 
 
 def vocabs_to_json(vocabs: ParseVocabs, folder: Path) -> dict[str, Any]:
     """What run.json stores (no files to copy)."""
-    return {"words": vocabs.words.to_json(), "symbols": vocabs.symbols.to_json(), "keep_words": vocabs.keep_words}
+    return {"words": vocabs.words.to_json(), "symbols": vocabs.symbols.to_json(), "keep_words": vocabs.keep_words,
+            "signatures": vocabs.signatures}  # fmt: skip
 
 
 def vocabs_from_json(info: dict[str, Any], folder: Path) -> ParseVocabs:
     """The inverse of `vocabs_to_json`."""
-    return ParseVocabs(Vocabulary.from_json(info["words"]), Vocabulary.from_json(info["symbols"]), bool(info["keep_words"]))
+    words, symbols = Vocabulary.from_json(info["words"]), Vocabulary.from_json(info["symbols"])
+    return ParseVocabs(words, symbols, bool(info["keep_words"]), bool(info.get("signatures", False)))
+
+
+def source_tokens(vocabs: ParseVocabs, words: Sequence[str]) -> list[str]:
+    """The source token of each word: the word, or (with signatures) the signature of an unknown one."""
+    if not vocabs.signatures:
+        return list(words)
+    return [word if word in vocabs.words else signature(word) for word in words]
+
+
+def source_ids(vocabs: ParseVocabs, words: Sequence[str]) -> list[int]:
+    """Source ids of `words` (no EOS): `source_tokens`, then `<unk>` for what is still unknown."""
+    return vocabs.words.encode(source_tokens(vocabs, words))
 
 
 def encode_words(vocabs: ParseVocabs, sentences: Sequence[Sequence[str]], max_len: int, source: str = "input") -> list[list[int]]:
@@ -62,13 +107,17 @@ def encode_words(vocabs: ParseVocabs, sentences: Sequence[Sequence[str]], max_le
             raise DataError(f"{source}, line {number}: no words to parse")
         if len(words) > max_len:
             raise DataError(f"{source}, line {number}: {len(words)} words, more than the model's limit of {max_len}")
-    return [vocabs.words.encode(words) for words in sentences]
+    return [source_ids(vocabs, words) for words in sentences]
 
 
 def encode_tree(vocabs: ParseVocabs, tree: Tree) -> tuple[list[int], list[int]]:
-    """(source ids, target ids) of a preprocessed tree (no EOS; `collate` adds it)."""
+    """(source ids, target ids) of a preprocessed tree (no EOS; `collate` adds it); with `leaves:
+    words` each leaf is its word's source token."""
     words, symbols = linearise(tree, keep_words=vocabs.keep_words)
-    return vocabs.words.encode(words), vocabs.symbols.encode(symbols)
+    tokens = source_tokens(vocabs, words)
+    leaves = iter(tokens)
+    symbols = [s if is_open(s) or is_close(s) or not vocabs.keep_words else next(leaves) for s in symbols]
+    return vocabs.words.encode(tokens), vocabs.symbols.encode(symbols)
 
 
 def leaf_table(vocabs: ParseVocabs) -> list[int]:

@@ -31,7 +31,8 @@ class ParseData(Strict):
     test); `wsj` the full treebank by section (02-21 / 22 / 23). `leaves: placeholder` writes each
     word as ``XX`` in the target (Vinyals et al. 2015), `words` writes the word itself.
     Training trees of more than `max_len` words are left out (dev and test trees never are);
-    words seen fewer than `min_freq` times in training are `<unk>`.
+    words seen fewer than `min_freq` times in training are `<unk>` (`unknown: unk`) or their
+    shape-and-suffix class (`unknown: signature`, `codec.signature`).
     """
 
     treebank: str | None = None
@@ -39,6 +40,7 @@ class ParseData(Strict):
     leaves: Literal["placeholder", "words"] = "placeholder"
     max_len: PositiveInt = 100
     min_freq: PositiveInt = 2
+    unknown: Literal["unk", "signature"] = "unk"
 
     @property
     def keep_words(self) -> bool:
@@ -60,13 +62,21 @@ class ParseData(Strict):
         raise DataError(f"no treebank: set data.treebank (looked in {', '.join(str(p) for p in candidates)})")
 
 
+class ParseModel(Transformer):
+    """The shared Transformer section plus `pointer`: the decoder input also carries the encoder
+    state of the next word to write (`families.parse.model`; Ma et al. 2017). Off by default, as in
+    the paper."""
+
+    pointer: bool = False
+
+
 class ParseRun(RunBase):
     """A parsing run: PTB trees, linearised, into the Transformer (`task: parsing`)."""
 
     METRICS = ("f1",)
     task: Literal["parsing"]
     data: ParseData = ParseData()
-    model: Transformer = Transformer()
+    model: ParseModel = ParseModel()
 
     @model_validator(mode="before")
     @classmethod

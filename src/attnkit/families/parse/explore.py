@@ -19,7 +19,7 @@ import torch
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
-from attnkit.families.parse.codec import ParseVocabs, tokenize
+from attnkit.families.parse.codec import ParseVocabs, source_ids, tokenize
 from attnkit.families.parse.draw import tree_svg
 from attnkit.families.parse.infer import ParseResult, parse_words
 from attnkit.families.protocol import ExploreOptions
@@ -51,7 +51,7 @@ def attention_views(model: torch.nn.Module, vocabs: ParseVocabs, results: list[P
     """The teacher-forced attention maps of each parse's symbols, cut to its own lengths."""
     if not results:
         return []
-    examples = [(vocabs.words.encode(r.words), vocabs.symbols.encode(r.symbols)) for r in results]
+    examples = [(source_ids(vocabs, r.words), vocabs.symbols.encode(r.symbols)) for r in results]
     device = next(model.parameters()).device
     batch = collate(examples, range(len(examples))).to(device)
     maps = model.attentions(batch.src, batch.src_keep, batch.tgt_in)  # lists of (B, H, Tq, Tk)

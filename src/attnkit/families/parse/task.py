@@ -24,11 +24,13 @@ from attnkit.config.models import build_transformer
 from attnkit.data.batching import Batch, Example, TokenBatcher, collate, sequence_lengths
 from attnkit.data.vocab import PAD
 from attnkit.evaluate.metrics import perplexity
-from attnkit.families.parse.codec import ParseVocabs, build_vocabs, encode_tree, vocabs_from_json, vocabs_to_json
+from attnkit.families.parse.codec import ParseVocabs, build_vocabs, encode_tree, leaf_table, vocabs_from_json, vocabs_to_json
 from attnkit.families.parse.config import ParseRun
+from attnkit.families.parse.constrained import LEAF, SymbolTables
 from attnkit.families.parse.evalb import score
 from attnkit.families.parse.evalb_params import COLLINS
 from attnkit.families.parse.infer import parse_words
+from attnkit.families.parse.model import Parser
 from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_treebank, split_sample, split_wsj
 from attnkit.models.losses import label_smoothed_nll
 from attnkit.precision import autocast
@@ -45,8 +47,13 @@ class TrainData:
 
 
 def build(run: ParseRun, vocabs: ParseVocabs) -> nn.Module:
-    """The run's Transformer for its vocabularies (source words, target symbols: never shared)."""
-    return build_transformer(run.model, src_vocab_size=len(vocabs.words), tgt_vocab_size=len(vocabs.symbols), joint=False)
+    """The run's Transformer for its vocabularies (source words, target symbols: never shared),
+    a `model.Parser` with `model.pointer`."""
+    sizes = {"src_vocab_size": len(vocabs.words), "tgt_vocab_size": len(vocabs.symbols), "joint": False}
+    if not run.model.pointer:
+        return build_transformer(run.model, **sizes)
+    leaves = SymbolTables.build(vocabs.symbols, leaf_table(vocabs)).kind == LEAF  # (V,)
+    return build_transformer(run.model, **sizes, model_class=Parser, leaves=leaves.tolist())
 
 
 def treebank_files(path: Path) -> list[Path]:
@@ -77,7 +84,7 @@ def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
     train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
     log.info("parsing data: %d training trees (%d over %d words left out), %d dev trees",
              len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
-    vocabs = build_vocabs(train, keep_words=run.data.keep_words, min_freq=run.data.min_freq)
+    vocabs = build_vocabs(train, keep_words=run.data.keep_words, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature")
     train_ex = [encode_tree(vocabs, tree) for tree in train]
     valid_ex = [encode_tree(vocabs, tree) for tree in splits["dev"]]
     save_sequences(folder / "examples.safetensors", {"train_src": [s for s, _ in train_ex], "train_tgt": [t for _, t in train_ex],

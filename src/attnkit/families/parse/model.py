@@ -1,0 +1,82 @@
+"""The parser with a word pointer: the Transformer whose decoder is told which input word comes next.
+
+A linearised tree (`linear.linearise`) writes its words left to right, so before each output
+symbol the word that the next leaf will be is known: the word after the leaves written so far.
+The plain Transformer must infer that position by counting leaves through its self-attention and
+find the word through cross-attention, which it learns poorly from a few thousand trees
+(docs/parse.md). Ma et al. (2017, "Deterministic Attention for Sequence-to-Sequence Constituent
+Parsing") give an LSTM parser's decoder the encoder states at that position instead of learning
+where to look; `model.pointer: true` does the same for the Transformer, as one more term of the
+decoder input (sec. 3.4):
+
+    x_t = Emb(y_{t-1}) * sqrt(d_model) + W_p h_{p_t} + PE(t),    p_t = leaves among y_{<t}
+
+where h (S, D) is the encoder output and p_t stops at the source EOS once every word is written.
+Cross-attention is unchanged, so the attention maps still show where the decoder looks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.decode.beam_state import per_sentence
+from attnkit.models.transformer import Transformer, TransformerState
+
+
+@dataclass
+class ParserState:
+    """The Transformer's decoding state plus the word pointer of each row."""
+
+    inner: TransformerState
+    pointed: Tensor = per_sentence()  # (B, S, D) W_p h: the decoder input of each word position
+    last: Tensor = per_sentence()  # (B,) long, the position of the source EOS
+    covered: Tensor | None = None  # (R,) long, leaves written (the pointer before clamping)
+
+
+class Parser(Transformer):
+    """`Transformer` plus the word pointer (module docstring); `leaves` (V,) marks the leaf symbols."""
+
+    def __init__(self, *, leaves: Sequence[bool], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.register_buffer("is_leaf", torch.tensor(list(leaves), dtype=torch.bool), persistent=False)  # (V,)
+        self.pointer = nn.Linear(self.d_model, self.d_model, bias=False)  # W_p
+        nn.init.xavier_uniform_(self.pointer.weight)
+
+    def pointers(self, tgt_in: Tensor, src_keep: Tensor) -> Tensor:
+        """tgt_in (B, T), src_keep (B, S) -> p (B, T): leaves among tgt_in[:, :t+1], at most the EOS position."""
+        last = src_keep.sum(dim=1, keepdim=True) - 1  # (B, 1)
+        return torch.minimum(self.is_leaf[tgt_in].long().cumsum(dim=1), last)  # (B, T)
+
+    def word_inputs(self, memory: Tensor, src_keep: Tensor, tgt_in: Tensor) -> Tensor:
+        """W_p h_{p_t} for every target position: memory (B, S, D) -> (B, T, D)."""
+        p = self.pointers(tgt_in, src_keep)  # (B, T)
+        return self.pointer(memory).gather(1, p[..., None].expand(-1, -1, memory.size(-1)))  # (B, T, D)
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False, inputs: Tensor | None = None) -> tuple[Tensor, list]:
+        """The Transformer's teacher-forced decoder pass with the word pointer's inputs."""
+        inputs = self.word_inputs(memory, src_keep, tgt_in) if inputs is None else inputs  # (B, T, D)
+        return super().decode(tgt_in, memory, src_keep, need_weights, inputs)
+
+    def init_state(self, memory: Tensor, src_keep: Tensor) -> ParserState:  # type: ignore[override]
+        """The Transformer's state, W_p h once per sentence, and no leaves written."""
+        return ParserState(
+            inner=super().init_state(memory, src_keep),
+            pointed=self.pointer(memory),  # (B, S, D)
+            last=src_keep.sum(dim=1) - 1,  # (B,)
+            covered=src_keep.new_zeros(src_keep.size(0), dtype=torch.long),  # (B,)
+        )
+
+    def step(self, prev_tokens: Tensor, state: ParserState, inputs: Tensor | None = None) -> tuple[Tensor, ParserState, Tensor]:  # type: ignore[override]
+        """The Transformer's step (prev_tokens (R, 1)) with W_p h_{p_t} added to its input."""
+        assert state.covered is not None
+        covered = state.covered + self.is_leaf[prev_tokens[:, 0]].long()  # (R,)
+        R, B = covered.size(0), state.pointed.size(0)
+        sentence = torch.arange(R, device=covered.device) // (R // B)  # (R,) K = R / B rows a sentence
+        inputs = state.pointed[sentence, torch.minimum(covered, state.last[sentence])][:, None]  # (R, 1, D)
+        logits, inner, attn = super().step(prev_tokens, state.inner, inputs)  # (R, V), state, (R, S)
+        return logits, ParserState(inner, state.pointed, state.last, covered), attn
