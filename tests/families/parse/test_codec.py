@@ -10,8 +10,7 @@ from attnkit.families.parse.codec import build_vocabs, encode_tree, leaf_table, 
 from attnkit.families.parse.trees import parse_trees
 
 TREES = parse_trees(
-    "(S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)) (S (NP (DT the) (NN cat)) (VP (VBD jumped)) (. .))"
-    " (S (NP (NNP Smith)) (VP (VBD walked)) (. .))"
+    "(S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)) (S (NP (DT the) (NN cat)) (VP (VBD jumped)) (. .)) (S (NP (NNP Smith)) (VP (VBD walked)) (. .))"
 )
 
 
