@@ -3,7 +3,8 @@
 The page shows, per sentence, the output, the n-best list and the interactive attention view of
 `templates/attention.js` (the same script the web UI serves); for a sentence classifier, the label,
 the class probabilities and the words shaded by each attention hop; for a record with an ``image`` and
-per-word ``overlays`` (data URIs, e.g. a captioner's), the image strip of Show, Attend and Tell. The records are embedded verbatim as
+per-word ``overlays`` (data URIs, e.g. a captioner's), the image strip of Show, Attend and Tell; for a
+record with an ``svg`` (a parser's), the tree drawing. The records are embedded verbatim as
 JSON in `<script type="application/json" id="attention-data">`, so a report is also a data file.
 """
 

@@ -1,7 +1,8 @@
 // Attention views shared by the static report (inlined) and the web UI (served): plain JavaScript,
 // no dependencies. Records are the JSON of attnkit.viz.explore.record (translation), of the
 // classify API (label, probs, tokens, attention per hop), and of a family whose output is text
-// about an image (also an input image and per-word overlays as data URIs).
+// about an image (also an input image and per-word overlays as data URIs), and of a parser (also the
+// tree drawn as SVG).
 "use strict";
 
 const AttnView = (() => {
@@ -131,7 +132,15 @@ const AttnView = (() => {
     container.appendChild(strip);
   }
 
-  // One translated sentence: source, output, n-best list with scores, attention view.
+  // A parse's tree drawing (record.svg, the family's SVG markup) as an image: a data URI, so no markup
+  // of the record enters the page itself and the report stays offline.
+  function renderTree(record) {
+    const src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(record.svg);
+    return el("figure", {class: "attn-tree"}, [el("img", {src, alt: record.text})]);
+  }
+
+  // One translated sentence (or parse): source, output, n-best list with scores, the tree drawing of a
+  // parse, attention view.
   function renderTranslation(container, record) {
     const card = el("section", {class: "attn-card"});
     card.appendChild(el("div", {class: "attn-source", text: record.source}));
@@ -142,6 +151,7 @@ const AttnView = (() => {
                                       el("span", {text: (h.text || "(empty)") + (h.finished ? "" : " \u2026 (cut at max length)")})]));
     }
     card.appendChild(el("details", {}, [el("summary", {text: `${record.nbest.length}-best list`}), nbest]));
+    if (record.svg) card.appendChild(renderTree(record));
     if (record.overlays) renderOverlays(card, record);
     if (record.maps) renderMaps(card, record.maps);
     container.appendChild(card);
