@@ -208,7 +208,7 @@ class Transformer(nn.Module):
     def _reset_parameters(self) -> None:
         # Embeddings ~ N(0, d_model^-0.5) so that scaling by sqrt(d_model) gives unit variance
         # (the usual choice with a tied output projection, as in fairseq and tensor2tensor).
-        for embed in {self.src_embed, self.tgt_embed}:
+        for embed in dict.fromkeys([self.src_embed, self.tgt_embed]):  # in order (a set would order by id: runs would differ)
             nn.init.normal_(embed.weight, mean=0.0, std=self.d_model**-0.5)
             nn.init.zeros_(embed.weight[self.pad_id])
         for name, p in self.named_parameters():

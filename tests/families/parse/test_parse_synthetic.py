@@ -2,7 +2,8 @@
 
 Trees come from a small PCFG (generated here, seeded); the parser is the family's own pieces: the
 codec, the task's loss, and the constrained greedy search, trained by a plain Adam loop (linear
-decay); with and without the word pointer (`families.parse.model`).
+decay); with and without the word pointer, and with the tagger, whose tags the trees then carry
+(`families.parse.model`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import pytest
 import torch
 
 from attnkit.config.schema import Decode
-from attnkit.data.batching import collate
-from attnkit.families.parse.codec import build_vocabs, encode_tree
+from attnkit.families.parse.codec import build_vocabs, encode_tags, encode_tree
 from attnkit.families.parse.config import ParseData, ParseModel, ParseRun
 from attnkit.families.parse.evalb import score
 from attnkit.families.parse.evalb_params import COLLINS
 from attnkit.families.parse.infer import parse_words
-from attnkit.families.parse.task import batch_loss, build
+from attnkit.families.parse.task import batch_loss, build, tagged
 from attnkit.families.parse.trees import Tree
 
 LEXICON = {"DT": ["the", "a"], "NN": ["dog", "cat", "park", "man"], "VBD": ["saw", "chased"], "VBZ": ["sleeps"],
@@ -51,28 +51,30 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("pointer", [False, True])
-def test_a_tiny_parser_learns_a_synthetic_grammar(one_thread, pointer):
+@pytest.mark.parametrize(("pointer", "tagger"), [(False, False), (True, False), (True, True)])
+def test_a_tiny_parser_learns_a_synthetic_grammar(one_thread, pointer, tagger):
     rng = random.Random(0)
     train = [generate(rng) for _ in range(400)]
     test = [generate(rng) for _ in range(40)]
-    vocabs = build_vocabs(train, keep_words=True, min_freq=1)  # leaves are the words
+    vocabs = build_vocabs(train, keep_words=True, min_freq=1, tags=tagger)  # leaves are the words
     run = ParseRun(task="parsing", data=ParseData(treebank="unused"), train={"max_steps": 1},
-                   model=ParseModel(layers=1, d_model=32, n_heads=4, d_ff=64, dropout=0.0, pointer=pointer))  # fmt: skip
+                   model=ParseModel(layers=1, d_model=32, n_heads=4, d_ff=64, dropout=0.0, pointer=pointer, tagger=tagger))  # fmt: skip
     torch.manual_seed(0)
     model = build(run, vocabs)
     examples = [encode_tree(vocabs, tree) for tree in train]
+    tags = [encode_tags(vocabs, tree) for tree in train] if tagger else None
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / 300)  # settles the last updates
     for step in range(300):
-        batch = collate(examples, [(step * 32 + i) % len(examples) for i in range(32)])
+        batch = tagged(examples, tags, [(step * 32 + i) % len(examples) for i in range(32)])
         optimizer.zero_grad()
         loss = batch_loss(model, batch, epsilon=0.0)[0] / batch.n_tgt_tokens
         loss.backward()
         optimizer.step()
         decay.step()
     model.eval()
-    results = parse_words(model, vocabs, [t.words() for t in test], Decode(beam=1), tags=[t.tags() for t in test])
+    gold_tags = None if tagger else [t.tags() for t in test]  # a tagger's own tags, else the gold ones
+    results = parse_words(model, vocabs, [t.words() for t in test], Decode(beam=1), tags=gold_tags)
     summary = score(test, [r.tree for r in results], COLLINS).summary()["all"]
     assert summary["complete_match"] == 100.0, summary
-    assert summary["fmeasure"] == 100.0
+    assert summary["fmeasure"] == 100.0 and summary["tagging_accuracy"] == 100.0

@@ -34,13 +34,15 @@ SUFFIXES = ("ing", "ed", "ion", "er", "est", "ly", "ity", "al", "ive", "ous", "a
 class ParseVocabs:
     """Source words and target symbols; equal when both agree id for id (what --resume checks).
 
-    `signatures`: unknown words are read as their `signature` (runs before it have none).
+    `signatures`: unknown words are read as their `signature` (runs before it have none); `tags`:
+    the POS tags of the training trees (for `model.tagger`; runs before it have none).
     """
 
     words: Vocabulary
     symbols: Vocabulary
     keep_words: bool
     signatures: bool = False
+    tags: Vocabulary | None = None
 
 
 def signature(word: str) -> str:
@@ -58,30 +60,32 @@ def signature(word: str) -> str:
     return "<unk" + "".join("-" + p for p in parts if p) + ">"
 
 
-def build_vocabs(trees: Sequence[Tree], *, keep_words: bool, min_freq: int, signatures: bool = False) -> ParseVocabs:
+def build_vocabs(trees: Sequence[Tree], *, keep_words: bool, min_freq: int, signatures: bool = False, tags: bool = False) -> ParseVocabs:
     """The vocabularies of the training trees (see the module docstring).
 
     With `signatures`, each word seen fewer than `min_freq` times counts as its `signature`, and
-    the signatures seen `min_freq` times join the vocabulary.
+    the signatures seen `min_freq` times join the vocabulary; with `tags`, the trees' POS tags.
     """
     counts = Counter(word for tree in trees for word in tree.words())
     rare = (lambda word: signature(word) if counts[word] < min_freq else word) if signatures else (lambda word: word)
     words = Vocabulary.build([[rare(word) for word in tree.words()] for tree in trees], min_freq=min_freq)
     brackets = sorted({s for tree in trees for s in linearise(tree)[1] if is_open(s) or is_close(s)})
     leaves = words.to_json()["tokens"][len(SPECIALS) :] if keep_words else [PLACEHOLDER]
-    return ParseVocabs(words, Vocabulary([*brackets, *leaves]), keep_words, signatures)
+    tag_vocab = Vocabulary.build([tree.tags() for tree in trees]) if tags else None
+    return ParseVocabs(words, Vocabulary([*brackets, *leaves]), keep_words, signatures, tag_vocab)
 
 
 def vocabs_to_json(vocabs: ParseVocabs, folder: Path) -> dict[str, Any]:
     """What run.json stores (no files to copy)."""
     return {"words": vocabs.words.to_json(), "symbols": vocabs.symbols.to_json(), "keep_words": vocabs.keep_words,
-            "signatures": vocabs.signatures}  # fmt: skip
+            "signatures": vocabs.signatures, **({"tags": vocabs.tags.to_json()} if vocabs.tags is not None else {})}  # fmt: skip
 
 
 def vocabs_from_json(info: dict[str, Any], folder: Path) -> ParseVocabs:
     """The inverse of `vocabs_to_json`."""
     words, symbols = Vocabulary.from_json(info["words"]), Vocabulary.from_json(info["symbols"])
-    return ParseVocabs(words, symbols, bool(info["keep_words"]), bool(info.get("signatures", False)))
+    tags = Vocabulary.from_json(info["tags"]) if "tags" in info else None
+    return ParseVocabs(words, symbols, bool(info["keep_words"]), bool(info.get("signatures", False)), tags)
 
 
 def source_tokens(vocabs: ParseVocabs, words: Sequence[str]) -> list[str]:
@@ -118,6 +122,12 @@ def encode_tree(vocabs: ParseVocabs, tree: Tree) -> tuple[list[int], list[int]]:
     leaves = iter(tokens)
     symbols = [s if is_open(s) or is_close(s) or not vocabs.keep_words else next(leaves) for s in symbols]
     return vocabs.words.encode(tokens), vocabs.symbols.encode(symbols)
+
+
+def encode_tags(vocabs: ParseVocabs, tree: Tree) -> list[int]:
+    """Tag ids of a preprocessed tree's words (no EOS), for the tagger's loss."""
+    assert vocabs.tags is not None
+    return vocabs.tags.encode(tree.tags())
 
 
 def leaf_table(vocabs: ParseVocabs) -> list[int]:

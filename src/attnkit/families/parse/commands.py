@@ -86,7 +86,8 @@ def gold_trees(path: str, split: str | None, run: Any) -> list[Tree]:
 
 
 def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
-    """Parse the gold trees' sentences (with their gold POS tags) and score them with EVALB."""
+    """Parse the gold trees' sentences and score them with EVALB: with the tags of the model's tagger,
+    or the gold POS tags for a model without one (COLLINS.prm deletes punctuation by its tag)."""
     if not args.trees:
         raise AttnkitError(f"{args.run}: a parser: evaluate it with --trees FILE")
     if not Path(args.trees).exists():
@@ -94,8 +95,10 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     loaded = load()
     gold = gold_trees(args.trees, args.split, loaded.run)
     decode = decode_settings(loaded, args)
-    results = parse_words(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees)
+    tagger = getattr(loaded.model, "tagger", None) is not None
+    tags = None if tagger else [t.tags() for t in gold]
+    results = parse_words(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=tags, source=args.trees)
     report = score(gold, [r.tree for r in results], COLLINS).summary()
     return {**report, "repaired": sum(r.repaired for r in results), "sentences": len(gold), "split": args.split,
             "decode": {"beam": decode.beam, "alpha": decode.alpha, "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b},
-            "params": "COLLINS.prm", "tags": "gold POS tags (the parser predicts none)"}  # fmt: skip
+            "params": "COLLINS.prm", "tags": "predicted by the model's tagger" if tagger else "gold POS tags (the parser predicts none)"}  # fmt: skip

@@ -64,10 +64,12 @@ class ParseData(Strict):
 
 class ParseModel(Transformer):
     """The shared Transformer section plus `pointer`: the decoder input also carries the encoder
-    state of the next word to write (`families.parse.model`; Ma et al. 2017). Off by default, as in
-    the paper."""
+    state of the next word to write (`families.parse.model`; Ma et al. 2017), and `tagger`: a
+    linear layer on the encoder predicts each word's POS tag, trained with the parse. Both off by
+    default, as in the paper."""
 
     pointer: bool = False
+    tagger: bool = False
 
 
 class ParseRun(RunBase):

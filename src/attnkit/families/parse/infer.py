@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
-from attnkit.data.vocab import BOS, EOS
+from attnkit.data.vocab import BOS, EOS, SPECIALS
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.decode.hypothesis import Hypothesis
@@ -57,6 +57,16 @@ def to_tree(symbols: Sequence[str], words: Sequence[str], tags: Sequence[str] | 
     return repair(plain, words, tags)[0], True
 
 
+def predict_tags(model: nn.Module, vocabs: ParseVocabs, src: Tensor, src_keep: Tensor) -> list[list[str]]:
+    """The tagger's most likely tag of each word (never a special), per sentence of the batch src (B, S)."""
+    assert vocabs.tags is not None
+    logits = model.tag_logits(model.encode(src, src_keep)).float()  # (B, S, n_tags)
+    logits[..., : len(SPECIALS)] = float("-inf")
+    best = logits.argmax(dim=-1)  # (B, S)
+    tokens = vocabs.tags.to_json()["tokens"]
+    return [[tokens[t] for t in row[: int(n) - 1].tolist()] for row, n in zip(best, src_keep.sum(dim=1))]
+
+
 @torch.inference_mode()
 def parse_words(
     model: nn.Module,
@@ -68,7 +78,8 @@ def parse_words(
     return_attention: bool = False,
     source: str = "input",
 ) -> list[ParseResult]:
-    """Parse tokenised sentences; `tags` (gold, for scoring) default to `codec.guess_tags`.
+    """Parse tokenised sentences; `tags` (gold, for scoring) default to the model's own (a tagger's,
+    `predict_tags`), else `codec.guess_tags`.
 
     Raises:
         DataError: A sentence with no words, or longer than `decode.max_src_len` (naming it).
@@ -77,10 +88,14 @@ def parse_words(
     device = next(model.parameters()).device
     search = decoder(model, vocabs, decode)
     hyps: list[Hypothesis | None] = [None] * len(ids)
+    predicted: list[list[str]] = [[] for _ in ids]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     for start in range(0, len(order), decode.batch_size):
         index = order[start : start + decode.batch_size]
         batch = collate([(ids[i], []) for i in index], range(len(index))).to(device)
+        if tags is None and getattr(model, "tagger", None) is not None:
+            for i, row in zip(index, predict_tags(model, vocabs, batch.src, batch.src_keep)):
+                predicted[i] = row
         if decode.beam == 1:
             found = greedy(search, batch.src, batch.src_keep, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b,
                            bos=BOS, eos=EOS, return_attention=return_attention)  # fmt: skip
@@ -95,6 +110,6 @@ def parse_words(
         assert hyp is not None
         words = list(sentences[i])
         symbols = vocabs.symbols.decode(hyp.tokens)
-        tree, repaired = to_tree(symbols, words, tags[i] if tags is not None else guess_tags(words), hyp.finished)
+        tree, repaired = to_tree(symbols, words, tags[i] if tags is not None else predicted[i] or guess_tags(words), hyp.finished)
         results.append(ParseResult(words, tree, symbols, hyp.score, hyp.finished, repaired, hyp.attention))
     return results

@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.config.models import build_transformer
-from attnkit.data.batching import Batch, Example, TokenBatcher, collate, sequence_lengths
+from attnkit.data.batching import Batch, Example, TokenBatcher, collate, pad, sequence_lengths
 from attnkit.data.vocab import PAD
+from attnkit.errors import ConfigError
 from attnkit.evaluate.metrics import perplexity
-from attnkit.families.parse.codec import ParseVocabs, build_vocabs, encode_tree, leaf_table, vocabs_from_json, vocabs_to_json
+from attnkit.families.parse.codec import ParseVocabs, build_vocabs, encode_tags, encode_tree, leaf_table, vocabs_from_json, vocabs_to_json
 from attnkit.families.parse.config import ParseRun
 from attnkit.families.parse.constrained import LEAF, SymbolTables
 from attnkit.families.parse.evalb import score
@@ -44,16 +46,37 @@ class TrainData:
     train: list[Example]
     valid: list[Example]
     dev_gold: list[str]  # every dev tree, preprocessed, one line each (for EVALB)
+    train_tags: list[list[int]] | None = None  # tag ids of each training tree's words (`model.tagger`)
+    valid_tags: list[list[int]] | None = None
+
+
+@dataclass
+class TaggedBatch(Batch):
+    """A batch with the gold tag of each source position: tags (B, S), PAD at EOS and padding."""
+
+    tags: torch.Tensor
 
 
 def build(run: ParseRun, vocabs: ParseVocabs) -> nn.Module:
     """The run's Transformer for its vocabularies (source words, target symbols: never shared),
-    a `model.Parser` with `model.pointer`."""
+    a `model.Parser` with `model.pointer` or `model.tagger`."""
     sizes = {"src_vocab_size": len(vocabs.words), "tgt_vocab_size": len(vocabs.symbols), "joint": False}
-    if not run.model.pointer:
+    if not (run.model.pointer or run.model.tagger):
         return build_transformer(run.model, **sizes)
+    if run.model.tagger and vocabs.tags is None:
+        raise ConfigError("model.tagger: the run's vocabularies have no tags")
     leaves = SymbolTables.build(vocabs.symbols, leaf_table(vocabs)).kind == LEAF  # (V,)
-    return build_transformer(run.model, **sizes, model_class=Parser, leaves=leaves.tolist())
+    n_tags = len(vocabs.tags) if run.model.tagger and vocabs.tags is not None else 0
+    return build_transformer(run.model, **sizes, model_class=Parser, leaves=leaves.tolist(), pointer=run.model.pointer, n_tags=n_tags)
+
+
+def tagged(examples: list[Example], tags: list[list[int]] | None, index: list[int]) -> Batch:
+    """`collate`, plus the tags (a `TaggedBatch`) when there are any."""
+    batch = collate(examples, index)
+    if tags is None:
+        return batch
+    padded, _ = pad([tags[i] + [PAD] for i in index], PAD)  # (B, S): the source's EOS has no tag
+    return TaggedBatch(**{f.name: getattr(batch, f.name) for f in fields(batch)}, tags=padded)
 
 
 def treebank_files(path: Path) -> list[Path]:
@@ -71,12 +94,13 @@ def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
     """The prepared data of `run`: read from the cache, or read, linearised and encoded into it."""
     path = run.data.treebank_path(data_dir)
     settings = run.data.model_dump(mode="json", exclude={"treebank"})
-    key = data_key({"family": "parsing", "data": settings}, treebank_files(path))
+    key = data_key({"family": "parsing", "data": settings, **({"tags": True} if run.model.tagger else {})}, treebank_files(path))
     folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
     ids = load_sequences(folder / "examples.safetensors")
     vocabs = vocabs_from_json(info["vocabs"], folder)
-    return TrainData(vocabs, list(zip(ids["train_src"], ids["train_tgt"])), list(zip(ids["valid_src"], ids["valid_tgt"])), info["dev_gold"])
+    train, valid = list(zip(ids["train_src"], ids["train_tgt"])), list(zip(ids["valid_src"], ids["valid_tgt"]))
+    return TrainData(vocabs, train, valid, info["dev_gold"], ids.get("train_tags"), ids.get("valid_tags"))
 
 
 def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
@@ -84,20 +108,30 @@ def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
     train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
     log.info("parsing data: %d training trees (%d over %d words left out), %d dev trees",
              len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
-    vocabs = build_vocabs(train, keep_words=run.data.keep_words, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature")
+    vocabs = build_vocabs(train, keep_words=run.data.keep_words, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature",
+                          tags=run.model.tagger)  # fmt: skip
     train_ex = [encode_tree(vocabs, tree) for tree in train]
     valid_ex = [encode_tree(vocabs, tree) for tree in splits["dev"]]
-    save_sequences(folder / "examples.safetensors", {"train_src": [s for s, _ in train_ex], "train_tgt": [t for _, t in train_ex],
-                                                     "valid_src": [s for s, _ in valid_ex], "valid_tgt": [t for _, t in valid_ex]})  # fmt: skip
+    sequences = {"train_src": [s for s, _ in train_ex], "train_tgt": [t for _, t in train_ex],
+                 "valid_src": [s for s, _ in valid_ex], "valid_tgt": [t for _, t in valid_ex]}  # fmt: skip
+    if run.model.tagger:
+        sequences.update(train_tags=[encode_tags(vocabs, tree) for tree in train], valid_tags=[encode_tags(vocabs, tree) for tree in splits["dev"]])
+    save_sequences(folder / "examples.safetensors", sequences)
     info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in splits["dev"]]}
     (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")
 
 
 def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed label-smoothed loss and NLL of a teacher-forced batch (as the translation task does)."""
-    features = model.features(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, D)
+    """Summed label-smoothed loss and NLL of a teacher-forced batch (as the translation task does);
+    with a tagger (a `TaggedBatch`), plus the tags' summed cross-entropy in the loss."""
+    memory = model.encode(batch.src, batch.src_keep)  # (B, S, D)
+    features = model.decode(batch.tgt_in, memory, batch.src_keep)[0]  # (B, T, D)
     keep = batch.tgt_out != PAD  # (B, T)
-    return label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
+    loss, nll = label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
+    if isinstance(batch, TaggedBatch) and getattr(model, "tagger", None) is not None:
+        tag_logits = model.tag_logits(memory).float()  # (B, S, n_tags)
+        loss = loss + F.cross_entropy(tag_logits.flatten(0, 1), batch.tags.flatten(), ignore_index=PAD, reduction="sum")
+    return loss, nll
 
 
 def dev_f1(model: nn.Module, vocabs: ParseVocabs, gold: list[str], decode, device: torch.device) -> dict[str, float]:
@@ -126,7 +160,7 @@ class ParseTask:
         return build(self.run, self.vocabs)
 
     def collate(self, index: list[int]) -> Batch:
-        return collate(self.data.train, index)
+        return tagged(self.data.train, self.data.train_tags, index)
 
     def size(self, batch: Batch) -> int:
         return batch.n_tgt_tokens
@@ -141,7 +175,7 @@ class ParseTask:
         batcher = TokenBatcher(*sequence_lengths(data.valid), max_tokens=t.max_tokens, shuffle=False, seed=0)
         loss_sum = nll_sum = n_tokens = 0.0
         for index in batcher.epoch(0):
-            batch = collate(data.valid, index).to(device)
+            batch = tagged(data.valid, data.valid_tags, index).to(device)
             with autocast(device, t.precision):
                 loss, nll = batch_loss(model, batch, t.label_smoothing)
             loss_sum, nll_sum, n_tokens = loss_sum + loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
