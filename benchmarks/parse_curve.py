@@ -1,7 +1,9 @@
 """Dev F1 (EVALB, greedy constrained parses) against wall-clock minutes from parsing runs'
 metrics.jsonl: one JSON line and a PNG, several runs overlaid (the ablations).
 
-.venv/bin/python benchmarks/parse_curve.py RUN_DIR [RUN_DIR ...] [--out benchmarks/results/NAME]
+.venv/bin/python benchmarks/parse_curve.py RUN_DIR [RUN_DIR ...] [--out benchmarks/results/NAME] [--by steps]
+
+`--by steps` plots against updates: the fair axis for runs that shared the machine.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("runs", nargs="+")
     p.add_argument("--out", help="path prefix for .png and .json (default: benchmarks/results/<first run>_f1_curve)")
+    p.add_argument("--by", choices=["minutes", "steps"], default="minutes", help="the x axis: training minutes or updates")
     args = p.parse_args()
     runs = [Path(r) for r in args.runs]
     curves = {run.name: curve(run) for run in runs}
@@ -33,8 +36,8 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, points in curves.items():
-        ax.plot([q["minutes"] for q in points], [q["f1"] for q in points], marker="o", label=name)
-    ax.set_xlabel("training minutes (1 thread)")
+        ax.plot([q[{"minutes": "minutes", "steps": "step"}[args.by]] for q in points], [q["f1"] for q in points], marker="o", label=name)
+    ax.set_xlabel("training minutes (1 thread)" if args.by == "minutes" else "updates")
     ax.set_ylabel("dev labelled F1 (EVALB, greedy)")
     ax.grid(alpha=0.3)
     ax.legend()

@@ -29,7 +29,7 @@ DEV = "( (S (NP (DT The) (NN cat)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .)) )\
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """A parsing run: two training trees, one dev tree, an untrained 1-layer model (one checkpoint),
-    with the preset's word pointer and unknown-word signatures."""
+    with the preset's word pointer, tagger and unknown-word signatures."""
     tmp = tmp_path_factory.mktemp("parse")
     (tmp / "tb").mkdir()
     (tmp / "tb" / "wsj_0001.mrg").write_text(TRAIN, encoding="utf-8")
@@ -37,7 +37,7 @@ def run_dir(tmp_path_factory) -> Path:
     config = tmp / "parse.yaml"
     config.write_text(f"""task: parsing
 data: {{treebank: {tmp / "tb"}, min_freq: 2, unknown: signature}}
-model: {{layers: 1, d_model: 16, n_heads: 2, d_ff: 32, pointer: true}}
+model: {{layers: 1, d_model: 16, n_heads: 2, d_ff: 32, pointer: true, tagger: true}}
 train: {{max_steps: 1}}
 decode: {{beam: 2, max_len_b: 20, max_src_len: 12}}
 """)
@@ -80,6 +80,8 @@ def test_evaluate_scores_with_evalb_and_counts_repairs(run_dir, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["all"]["valid_sentences"] == 1 and report["all"]["error_sentences"] == 0
     assert report["repaired"] == 0 and report["decode"]["beam"] == 1 and report["all"]["gold_brackets"] == 4  # S NP VP NP
+    assert report["all"]["tagging_accuracy"] == 100.0  # the parses carry the gold tags ...
+    assert 0 <= report["tagger_accuracy"] <= 100 and "tagger_accuracy" in report["tags"]  # ... and the tagger is scored on its own
 
 
 def test_evaluate_scores_one_part_of_a_treebank(run_dir, capsys):

@@ -53,3 +53,18 @@ def test_steps_compute_the_teacher_forced_logits(keep_words, beam):
     keep = batch.tgt_in != 0  # (B, T)
     for k in range(beam):
         torch.testing.assert_close(got[:, k][keep], expected[keep], atol=1e-5, rtol=1e-5)
+
+
+def test_tags_punctuation_by_its_form_and_only_punctuation():
+    from attnkit.families.parse.infer import tag_words
+
+    vocabs = build_vocabs(TREES, keep_words=False, min_freq=1, tags=True)
+    run = ParseRun(task="parsing", data=ParseData(treebank="unused"), train={"max_steps": 1},
+                   model=ParseModel(layers=1, d_model=16, n_heads=2, d_ff=32, dropout=0.0, tagger=True))  # fmt: skip
+    torch.manual_seed(0)
+    model = build(run, vocabs).eval()
+    assert isinstance(model, Parser) and model.pointer is None and model.tagger is not None
+    with torch.no_grad():
+        model.tagger.bias.copy_(torch.tensor([10.0 if t == "." else 0.0 for t in vocabs.tags.to_json()["tokens"]]))  # wants "." everywhere
+    (tags,) = tag_words(model, vocabs, [["the", "dog", "barks", "."]])
+    assert tags[-1] == "." and "." not in tags[:-1] and all(t in vocabs.tags and t not in ("<unk>", "<pad>") for t in tags)

@@ -23,7 +23,7 @@ from attnkit.errors import DataError
 from attnkit.families.parse.linear import PLACEHOLDER, is_close, is_open, linearise
 from attnkit.families.parse.trees import Tree
 
-PUNCTUATION_TAGS = {",": ",", ".": ".", "?": ".", "!": ".", ":": ":", ";": ":", "--": ":", "...": ":", "``": "``", "''": "''",
+PUNCTUATION_TAGS = {",": ",", ".": ".", "?": ".", "!": ".", ":": ":", ";": ":", "--": ":", "-": ":", "...": ":", "``": "``", "`": "``", "''": "''",
                     "-LRB-": "-LRB-", "-RRB-": "-RRB-", "-LCB-": "-LRB-", "-RCB-": "-RRB-", "$": "$", "#": "#"}  # fmt: skip
 
 

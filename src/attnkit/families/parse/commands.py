@@ -15,7 +15,7 @@ from attnkit.errors import AttnkitError, DataError
 from attnkit.families.parse.codec import tokenize
 from attnkit.families.parse.evalb import score, score_files
 from attnkit.families.parse.evalb_params import COLLINS, read_params
-from attnkit.families.parse.infer import parse_words
+from attnkit.families.parse.infer import parse_words, tag_words
 from attnkit.families.parse.trees import Tree, preprocess_treebank, read_treebank, split_sample, split_wsj
 from attnkit.families.protocol import add_once
 
@@ -86,8 +86,8 @@ def gold_trees(path: str, split: str | None, run: Any) -> list[Tree]:
 
 
 def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
-    """Parse the gold trees' sentences and score them with EVALB: with the tags of the model's tagger,
-    or the gold POS tags for a model without one (COLLINS.prm deletes punctuation by its tag)."""
+    """Parse the gold trees' sentences (with their gold POS tags: COLLINS.prm deletes punctuation by
+    its tag) and score them with EVALB; a model with a tagger also gets its tagging accuracy."""
     if not args.trees:
         raise AttnkitError(f"{args.run}: a parser: evaluate it with --trees FILE")
     if not Path(args.trees).exists():
@@ -95,10 +95,14 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     loaded = load()
     gold = gold_trees(args.trees, args.split, loaded.run)
     decode = decode_settings(loaded, args)
-    tagger = getattr(loaded.model, "tagger", None) is not None
-    tags = None if tagger else [t.tags() for t in gold]
-    results = parse_words(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=tags, source=args.trees)
+    results = parse_words(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees)
     report = score(gold, [r.tree for r in results], COLLINS).summary()
+    tagger = getattr(loaded.model, "tagger", None) is not None
+    if tagger:
+        predicted = tag_words(loaded.model, loaded.vocabs, [t.words() for t in gold], decode.batch_size)
+        pairs = [(p, g) for tree, tags in zip(gold, predicted) for p, g in zip(tags, tree.tags())]
+        report["tagger_accuracy"] = 100 * sum(p == g for p, g in pairs) / len(pairs)
     return {**report, "repaired": sum(r.repaired for r in results), "sentences": len(gold), "split": args.split,
             "decode": {"beam": decode.beam, "alpha": decode.alpha, "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b},
-            "params": "COLLINS.prm", "tags": "predicted by the model's tagger" if tagger else "gold POS tags (the parser predicts none)"}  # fmt: skip
+            "params": "COLLINS.prm",
+            "tags": "gold POS tags in the parses (tagger_accuracy: the model's own, every word)" if tagger else "gold POS tags (the parser predicts none)"}  # fmt: skip

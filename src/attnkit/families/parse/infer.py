@@ -21,7 +21,7 @@ from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.decode.hypothesis import Hypothesis
 from attnkit.errors import DataError
-from attnkit.families.parse.codec import ParseVocabs, encode_words, guess_tags, leaf_table
+from attnkit.families.parse.codec import PUNCTUATION_TAGS, ParseVocabs, encode_words, guess_tags, leaf_table
 from attnkit.families.parse.constrained import ConstrainedDecoder, SymbolTables
 from attnkit.families.parse.linear import PLACEHOLDER, delinearise, is_close, is_open, repair
 from attnkit.families.parse.trees import Tree
@@ -57,14 +57,29 @@ def to_tree(symbols: Sequence[str], words: Sequence[str], tags: Sequence[str] | 
     return repair(plain, words, tags)[0], True
 
 
-def predict_tags(model: nn.Module, vocabs: ParseVocabs, src: Tensor, src_keep: Tensor) -> list[list[str]]:
-    """The tagger's most likely tag of each word (never a special), per sentence of the batch src (B, S)."""
+def predict_tags(model: nn.Module, vocabs: ParseVocabs, words: Sequence[Sequence[str]], src: Tensor, src_keep: Tensor) -> list[list[str]]:
+    """The tags of a batch of sentences (`words`, encoded as src (B, S)): the tagger's most likely tag
+    of each word, except that punctuation gets its PTB tag by its form (`codec.guess_tags`) and only
+    punctuation does (COLLINS.prm deletes words by those tags)."""
     assert vocabs.tags is not None
-    logits = model.tag_logits(model.encode(src, src_keep)).float()  # (B, S, n_tags)
-    logits[..., : len(SPECIALS)] = float("-inf")
-    best = logits.argmax(dim=-1)  # (B, S)
     tokens = vocabs.tags.to_json()["tokens"]
-    return [[tokens[t] for t in row[: int(n) - 1].tolist()] for row, n in zip(best, src_keep.sum(dim=1))]
+    logits = model.tag_logits(model.encode(src, src_keep)).float()  # (B, S, n_tags)
+    never = [i for i, t in enumerate(tokens) if i < len(SPECIALS) or t in PUNCTUATION_TAGS.values()]
+    logits[..., never] = float("-inf")
+    best = logits.argmax(dim=-1)  # (B, S)
+    return [[PUNCTUATION_TAGS.get(w, tokens[t]) for w, t in zip(ws, row.tolist())] for ws, row in zip(words, best)]
+
+
+@torch.inference_mode()
+def tag_words(model: nn.Module, vocabs: ParseVocabs, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[list[str]]:
+    """The tagger's tags of tokenised sentences (`predict_tags`), in input order."""
+    ids = encode_words(vocabs, sentences, max(len(s) for s in sentences), "input")
+    device = next(model.parameters()).device
+    out: list[list[str]] = []
+    for start in range(0, len(ids), batch_size):
+        batch = collate([(i, []) for i in ids[start : start + batch_size]], range(len(ids[start : start + batch_size]))).to(device)
+        out.extend(predict_tags(model, vocabs, sentences[start : start + batch_size], batch.src, batch.src_keep))
+    return out
 
 
 @torch.inference_mode()
@@ -94,7 +109,7 @@ def parse_words(
         index = order[start : start + decode.batch_size]
         batch = collate([(ids[i], []) for i in index], range(len(index))).to(device)
         if tags is None and getattr(model, "tagger", None) is not None:
-            for i, row in zip(index, predict_tags(model, vocabs, batch.src, batch.src_keep)):
+            for i, row in zip(index, predict_tags(model, vocabs, [sentences[i] for i in index], batch.src, batch.src_keep)):
                 predicted[i] = row
         if decode.beam == 1:
             found = greedy(search, batch.src, batch.src_keep, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b,
