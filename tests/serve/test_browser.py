@@ -128,7 +128,7 @@ def test_error_message_on_the_page(page, live_server):
     assert page.locator("#status").inner_text() == "error 413: texts[0]: 299 characters, at most 200 per text"
 
 
-def test_report_draws_a_parse_tree(tmp_path):
+def test_report_draws_a_parse_tree(page, tmp_path):
     """`attnkit report` of a parser: the record's SVG drawing loads as an image beside the bracketed tree."""
     from attnkit.families.parse.draw import tree_svg
     from attnkit.families.parse.trees import parse_trees
@@ -138,16 +138,12 @@ def test_report_draws_a_parse_tree(tmp_path):
     record = {"id": 0, "source": "The dog barks <b>", "text": str(tree), "svg": tree_svg(tree), "src": [], "tgt": [], "attention": None,
               "nbest": [{"text": str(tree), "score": -1.0, "finished": True}]}  # fmt: skip
     path = write_report([record], tmp_path / "parse.html")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri())
-        image = page.locator(".attn-card .attn-tree img")
-        image.wait_for()
-        size = image.evaluate("img => img.decode().then(() => [img.naturalWidth, img.naturalHeight])")
-        assert page.locator(".attn-output").inner_text() == str(tree)
-        page.screenshot(path=str(tmp_path / "parse-report.png"), full_page=True)
-        browser.close()
-    assert size[0] > 100 and size[1] > 50 and not errors  # the picture decoded (an unescaped "<b>" would break it)
+    errors_before = len(page.errors)
+    page.goto(path.as_uri())
+    image = page.locator(".attn-card .attn-tree img")
+    image.wait_for()
+    size = image.evaluate("img => img.decode().then(() => [img.naturalWidth, img.naturalHeight])")
+    assert page.locator(".attn-output").inner_text() == str(tree)
+    page.screenshot(path=str(tmp_path / "parse-report.png"), full_page=True)
+    assert size[0] > 100 and size[1] > 50  # the picture decoded (an unescaped "<b>" would break it)
+    assert page.errors[errors_before:] == []
