@@ -40,7 +40,7 @@ KINDS = {
     "dropout": ("bernoulli", "dropout"),
     "layer norm": ("layer_norm",),
     "embedding": ("embedding",),
-    "copies and layout": ("aten::copy_", "aten::to", "aten::_to_copy", "aten::cat", "aten::contiguous", "aten::clone", "aten::index",
+    "copies and layout": ("aten::copy_", "aten::_to_copy", "aten::cat", "aten::contiguous", "aten::clone", "aten::index",
                           "aten::gather", "aten::scatter", "aten::masked_fill", "aten::where", "aten::fill_", "aten::zero_"),
     "allocation": ("aten::empty", "aten::resize_", "aten::zeros", "aten::ones", "aten::full"),
 }  # fmt: skip

@@ -56,7 +56,8 @@ def test_steps_compute_the_teacher_forced_logits(keep_words, beam):
 
 
 def test_tags_punctuation_by_its_form_and_only_punctuation():
-    from attnkit.families.parse.infer import tag_words
+    from attnkit.config.schema import Decode
+    from attnkit.families.parse.infer import parse_words
 
     vocabs = build_vocabs(TREES, keep_words=False, min_freq=1, tags=True)
     run = ParseRun(task="parsing", data=ParseData(treebank="unused"), train={"max_steps": 1},
@@ -66,5 +67,7 @@ def test_tags_punctuation_by_its_form_and_only_punctuation():
     assert isinstance(model, Parser) and model.pointer is None and model.tagger is not None
     with torch.no_grad():
         model.tagger.bias.copy_(torch.tensor([10.0 if t == "." else 0.0 for t in vocabs.tags.to_json()["tokens"]]))  # wants "." everywhere
-    (tags,) = tag_words(model, vocabs, [["the", "dog", "barks", "."]])
+    (result,) = parse_words(model, vocabs, [["the", "dog", "barks", "."]], Decode(beam=1))
+    tags = result.tags
+    assert tags is not None and tags == result.tree.tags()  # the tree carries the tagger's tags
     assert tags[-1] == "." and "." not in tags[:-1] and all(t in vocabs.tags and t not in ("<unk>", "<pad>") for t in tags)

@@ -15,7 +15,7 @@ from attnkit.errors import AttnkitError, DataError
 from attnkit.families.parse.codec import tokenize
 from attnkit.families.parse.evalb import score, score_files
 from attnkit.families.parse.evalb_params import COLLINS, read_params
-from attnkit.families.parse.infer import parse_words, tag_words
+from attnkit.families.parse.infer import parse_words, tag_accuracy
 from attnkit.families.parse.trees import Tree, preprocess_treebank, read_treebank, split_sample, split_wsj
 from attnkit.families.protocol import add_once
 
@@ -99,9 +99,7 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     report = score(gold, [r.tree for r in results], COLLINS).summary()
     tagger = getattr(loaded.model, "tagger", None) is not None
     if tagger:
-        predicted = tag_words(loaded.model, loaded.vocabs, [t.words() for t in gold], decode.batch_size)
-        pairs = [(p, g) for tree, tags in zip(gold, predicted) for p, g in zip(tags, tree.tags())]
-        report["tagger_accuracy"] = 100 * sum(p == g for p, g in pairs) / len(pairs)
+        report["tagger_accuracy"] = tag_accuracy(results, [t.tags() for t in gold])
     return {**report, "repaired": sum(r.repaired for r in results), "sentences": len(gold), "split": args.split,
             "decode": {"beam": decode.beam, "alpha": decode.alpha, "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b},
             "params": "COLLINS.prm",

@@ -38,6 +38,13 @@ class ParseResult:
     finished: bool
     repaired: bool
     attention: Tensor | None  # (T, S): output symbols (+EOS if finished) x words + EOS
+    tags: list[str] | None = None  # the model's tagger's tags (`predict_tags`), if it has one
+
+
+def tag_accuracy(results: Sequence[ParseResult], gold: Sequence[Sequence[str]]) -> float:
+    """Percentage of words whose tagger tag (`ParseResult.tags`) is the gold one."""
+    pairs = [(p, g) for r, tags in zip(results, gold) for p, g in zip(r.tags or [], tags)]
+    return 100 * sum(p == g for p, g in pairs) / max(len(pairs), 1)
 
 
 def decoder(model: nn.Module, vocabs: ParseVocabs, decode: Decode) -> ConstrainedDecoder:
@@ -71,18 +78,6 @@ def predict_tags(model: nn.Module, vocabs: ParseVocabs, words: Sequence[Sequence
 
 
 @torch.inference_mode()
-def tag_words(model: nn.Module, vocabs: ParseVocabs, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> list[list[str]]:
-    """The tagger's tags of tokenised sentences (`predict_tags`), in input order."""
-    ids = encode_words(vocabs, sentences, max(len(s) for s in sentences), "input")
-    device = next(model.parameters()).device
-    out: list[list[str]] = []
-    for start in range(0, len(ids), batch_size):
-        batch = collate([(i, []) for i in ids[start : start + batch_size]], range(len(ids[start : start + batch_size]))).to(device)
-        out.extend(predict_tags(model, vocabs, sentences[start : start + batch_size], batch.src, batch.src_keep))
-    return out
-
-
-@torch.inference_mode()
 def parse_words(
     model: nn.Module,
     vocabs: ParseVocabs,
@@ -93,8 +88,8 @@ def parse_words(
     return_attention: bool = False,
     source: str = "input",
 ) -> list[ParseResult]:
-    """Parse tokenised sentences; `tags` (gold, for scoring) default to the model's own (a tagger's,
-    `predict_tags`), else `codec.guess_tags`.
+    """Parse tokenised sentences. The trees carry `tags` (gold, for scoring), else the model's
+    tagger's (`predict_tags`, also in `ParseResult.tags`), else `codec.guess_tags`.
 
     Raises:
         DataError: A sentence with no words, or longer than `decode.max_src_len` (naming it).
@@ -103,12 +98,12 @@ def parse_words(
     device = next(model.parameters()).device
     search = decoder(model, vocabs, decode)
     hyps: list[Hypothesis | None] = [None] * len(ids)
-    predicted: list[list[str]] = [[] for _ in ids]
+    predicted: list[list[str] | None] = [None] * len(ids)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     for start in range(0, len(order), decode.batch_size):
         index = order[start : start + decode.batch_size]
         batch = collate([(ids[i], []) for i in index], range(len(index))).to(device)
-        if tags is None and getattr(model, "tagger", None) is not None:
+        if getattr(model, "tagger", None) is not None:
             for i, row in zip(index, predict_tags(model, vocabs, [sentences[i] for i in index], batch.src, batch.src_keep)):
                 predicted[i] = row
         if decode.beam == 1:
@@ -126,5 +121,5 @@ def parse_words(
         words = list(sentences[i])
         symbols = vocabs.symbols.decode(hyp.tokens)
         tree, repaired = to_tree(symbols, words, tags[i] if tags is not None else predicted[i] or guess_tags(words), hyp.finished)
-        results.append(ParseResult(words, tree, symbols, hyp.score, hyp.finished, repaired, hyp.attention))
+        results.append(ParseResult(words, tree, symbols, hyp.score, hyp.finished, repaired, hyp.attention, predicted[i]))
     return results

@@ -38,9 +38,9 @@ class ParserState:
     """The Transformer's decoding state plus the word pointer of each row."""
 
     inner: TransformerState
+    covered: Tensor  # (R,) long, leaves written (the pointer before clamping)
     pointed: Tensor = per_sentence()  # (B, S, D) W_p h: the decoder input of each word position
     last: Tensor = per_sentence()  # (B,) long, the position of the source EOS
-    covered: Tensor | None = None  # (R,) long, leaves written (the pointer before clamping)
 
 
 class Parser(Transformer):
@@ -100,10 +100,9 @@ class Parser(Transformer):
         """The Transformer's step (prev_tokens (R, 1)) with W_p h_{p_t} added to its input."""
         if not isinstance(state, ParserState):
             return super().step(prev_tokens, state, inputs)
-        assert state.covered is not None
         covered = state.covered + self.is_leaf[prev_tokens[:, 0]].long()  # (R,)
         R, B = covered.size(0), state.pointed.size(0)
         sentence = torch.arange(R, device=covered.device) // (R // B)  # (R,) K = R / B rows a sentence
         inputs = state.pointed[sentence, torch.minimum(covered, state.last[sentence])][:, None]  # (R, 1, D)
         logits, inner, attn = super().step(prev_tokens, state.inner, inputs)  # (R, V), state, (R, S)
-        return logits, ParserState(inner, state.pointed, state.last, covered), attn
+        return logits, ParserState(inner, covered, state.pointed, state.last), attn

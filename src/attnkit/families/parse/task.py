@@ -31,7 +31,7 @@ from attnkit.families.parse.config import ParseRun
 from attnkit.families.parse.constrained import LEAF, SymbolTables
 from attnkit.families.parse.evalb import score
 from attnkit.families.parse.evalb_params import COLLINS
-from attnkit.families.parse.infer import parse_words
+from attnkit.families.parse.infer import parse_words, tag_accuracy
 from attnkit.families.parse.model import Parser
 from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_treebank, split_sample, split_wsj
 from attnkit.models.losses import label_smoothed_nll
@@ -137,13 +137,16 @@ def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Te
 def dev_f1(model: nn.Module, vocabs: ParseVocabs, gold: list[str], decode, device: torch.device) -> dict[str, float]:
     """EVALB (COLLINS.prm) F1, all lengths, of constrained parses of the gold trees' sentences.
 
-    The parses carry the gold POS tags: the model predicts none, and COLLINS.prm drops
-    punctuation by its tag.
+    The parses carry the gold POS tags (COLLINS.prm drops punctuation by its tag); a model with a
+    tagger also gets its tagging accuracy (`tag_acc`).
     """
     trees = [parse_trees(line)[0] for line in gold]
     results = parse_words(model, vocabs, [t.words() for t in trees], decode, tags=[t.tags() for t in trees])
     summary = score(trees, [r.tree for r in results], COLLINS).summary()["all"]
-    return {"f1": summary["fmeasure"] or 0.0, "exact": summary["complete_match"] / 100, "repaired": sum(r.repaired for r in results)}
+    metrics = {"f1": summary["fmeasure"] or 0.0, "exact": summary["complete_match"] / 100, "repaired": sum(r.repaired for r in results)}
+    if getattr(model, "tagger", None) is not None:
+        metrics["tag_acc"] = tag_accuracy(results, [t.tags() for t in trees])
+    return metrics
 
 
 class ParseTask:
