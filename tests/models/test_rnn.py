@@ -109,3 +109,32 @@ def test_bad_sizes_are_refused() -> None:
         RNNSeq2Seq(src_vocab_size=5, tgt_vocab_size=5, embed_dim=8, hidden=12, tie_output=True)
     with pytest.raises(ValueError, match="even hidden size"):
         RNNSeq2Seq(src_vocab_size=5, tgt_vocab_size=5, hidden=11)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_written_out_cell_equals_torch_rnn(cell: str) -> None:
+    """`_cell` (the decoder's step on the module's weights) against `nn.LSTM`/`nn.GRU` itself."""
+    model = tiny(attention="context", cell=cell, layers=2, bidirectional=False)
+    g = torch.Generator().manual_seed(3)
+    B, E, H = 3, 8, 12
+    x = torch.randn(B, E + H, generator=g)  # the first layer's input: an embedding and a context
+    h0, c0 = torch.randn(B, 2, H, generator=g), torch.randn(B, 2, H, generator=g)
+    with torch.no_grad():
+        gates_in = model._input_projection(x[:, :E])
+        hidden, c = model._cell(gates_in, x[:, E:], h0, c0 if cell == "lstm" else None, model._cell_weights(x))
+        state = (h0.transpose(0, 1).contiguous(), c0.transpose(0, 1).contiguous()) if cell == "lstm" else h0.transpose(0, 1).contiguous()
+        _, final = model.rnn(x[:, None], state)
+    torch.testing.assert_close(hidden, (final[0] if cell == "lstm" else final).transpose(0, 1))
+    if cell == "lstm":
+        torch.testing.assert_close(c, final[1].transpose(0, 1))
+
+
+def test_step_loop_equals_one_rnn_call() -> None:
+    """Without input feeding, Luong's teacher-forced pass runs `nn.LSTM` over all steps at once; the
+    step-by-step loop (taken when feeding) gives the same features on the same weights."""
+    model = tiny(attention="luong", score="general", input_feed=False)
+    src, keep, tgt_in = batch()
+    with torch.no_grad():
+        parallel = model.features(src, keep, tgt_in)
+        looped = model.features(src, keep, tgt_in, teacher_forcing=1.0 - 1e-12)  # the loop, every token gold
+    torch.testing.assert_close(looped, parallel)

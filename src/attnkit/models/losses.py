@@ -22,25 +22,21 @@ from torch import Tensor
 ROWS_PER_BLOCK = 256  # (256, 8000) float32 logits = 8 MB: measured fastest on 2 Zen 4 cores
 
 
-def _smoothed_cross_entropy_(z: Tensor, gold: Tensor, keep: Tensor, epsilon: float) -> tuple[Tensor, Tensor]:
-    """H(q', softmax(z)) and -log p(y), summed over kept rows; z (C, V) becomes p - q' in place.
+def _smoothed_cross_entropy(z: Tensor, gold: Tensor, keep: Tensor, epsilon: float) -> tuple[Tensor, Tensor, Tensor]:
+    """H(q', softmax(z)) and -log p(y), summed over kept rows, and the gradient p - q' (C, V).
 
-    gold (C,) long, keep (C,) bool. Rows not kept get a zero gradient.
+    z (C, V) float32 logits, gold (C,) long, keep (C,) bool. Rows not kept get a zero gradient.
     """
     V = z.size(1)
-    z_max = z.amax(dim=-1, keepdim=True)  # (C, 1)
-    z_mean = z.mean(dim=-1)  # (C,)
-    z_gold = z.gather(1, gold[:, None]).squeeze(1)  # (C,)
-    z.sub_(z_max).exp_()  # (C, V) exp(z - max)
-    sum_exp = z.sum(dim=-1, keepdim=True)  # (C, 1)
-    lse = (z_max + sum_exp.log()).squeeze(1)  # (C,) log sum_k exp z_k
-    nll = lse - z_gold  # (C,) -log p(y)
-    uniform = lse - z_mean  # (C,) -(1/V) sum_k log p(k)
+    log_p = torch.log_softmax(z, dim=-1)  # (C, V) one fused pass
+    nll = -log_p.gather(1, gold[:, None]).squeeze(1)  # (C,) -log p(y)
+    uniform = -log_p.mean(dim=-1)  # (C,) -(1/V) sum_k log p(k)
     loss = (1.0 - epsilon) * nll + epsilon * uniform  # (C,) H(q', p)
-    z.div_(sum_exp).sub_(epsilon / V)  # (C, V) p - eps/V
-    z.scatter_add_(1, gold[:, None], z.new_full((z.size(0), 1), epsilon - 1.0))  # (C, V) p - q'
-    z.mul_(keep[:, None])  # (C, V) ignored rows get no gradient
-    return torch.where(keep, loss, 0.0).sum(), torch.where(keep, nll, 0.0).sum()
+    grad = log_p.exp_().sub_(epsilon / V)  # (C, V) p - eps/V, in log_p's memory
+    grad.scatter_add_(1, gold[:, None], grad.new_full((grad.size(0), 1), epsilon - 1.0))  # (C, V) p - q'
+    if not bool(keep.all()):
+        grad.mul_(keep[:, None])  # (C, V) ignored rows get no gradient
+    return torch.where(keep, loss, 0.0).sum(), torch.where(keep, nll, 0.0).sum(), grad
 
 
 def _compute_dtype(x: Tensor) -> torch.dtype:
@@ -70,8 +66,8 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         loss_sum = nll_sum = x.new_zeros((), dtype=acc)
         for start in range(0, x.size(0), ROWS_PER_BLOCK):
             rows = slice(start, start + ROWS_PER_BLOCK)
-            z = xc[rows].to(acc, copy=True) if w is None else (xc[rows] @ w.T).to(acc)  # (C, V)
-            loss, nll = _smoothed_cross_entropy_(z, gold[rows], keep[rows], epsilon)
+            z = xc[rows].to(acc) if w is None else (xc[rows] @ w.T).to(acc)  # (C, V)
+            loss, nll, z = _smoothed_cross_entropy(z, gold[rows], keep[rows], epsilon)  # z becomes p - q'
             loss_sum, nll_sum = loss_sum + loss, nll_sum + nll
             if not need_grad:
                 continue

@@ -36,6 +36,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.attention.additive import AdditiveAttention
 from attnkit.attention.luong import AttentionalLayer, LuongAttention
+from attnkit.models.dropout import Dropout
+from attnkit.models.dropout import dropout as between_layers
 from attnkit.models.maps import AttentionMaps
 
 AttentionKind = Literal["none", "context", "bahdanau", "luong"]
@@ -61,7 +63,7 @@ class RNNEncoder(nn.Module):
         super().__init__()
         rnn = nn.LSTM if cell == "lstm" else nn.GRU
         self.embedding = embedding
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.directions = 2 if bidirectional else 1
         self.rnn = rnn(embedding.embedding_dim, hidden // self.directions, layers, batch_first=True,
                        dropout=dropout if layers > 1 else 0.0, bidirectional=bidirectional)  # fmt: skip
@@ -116,7 +118,7 @@ class RNNSeq2Seq(nn.Module):
         extra_input = {"none": 0, "context": hidden, "bahdanau": hidden, "luong": hidden if self.input_feed else 0}[attention]
         rnn = nn.LSTM if cell == "lstm" else nn.GRU
         self.rnn = rnn(embed_dim + extra_input, hidden, layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         match attention:
             case "bahdanau":
                 self.attn = AdditiveAttention(hidden, hidden, attn_dim or hidden)
@@ -166,69 +168,153 @@ class RNNSeq2Seq(nn.Module):
     def _embed(self, tokens: Tensor) -> Tensor:
         return self.dropout(self.tgt_embed(tokens))  # (B, T, E)
 
+    def _input_projection(self, emb: Tensor) -> Tensor:
+        """The embedding's part of the first layer's gates, W_ih[:, :E] E y + biases: (..., E) -> (..., G).
+
+        It does not depend on the previous step, so teacher forcing computes it for every target
+        position in one matrix multiply. The LSTM's two biases are both added here; the GRU's
+        recurrent bias stays with W_hh h, inside the reset gate (as in `nn.GRU`).
+        """
+        E = emb.size(-1)
+        bias = self.rnn.bias_ih_l0 + self.rnn.bias_hh_l0 if isinstance(self.rnn, nn.LSTM) else self.rnn.bias_ih_l0
+        return F.linear(emb, self.rnn.weight_ih_l0[:, :E], bias)  # (..., G)
+
+    def _cell_weights(self, like: Tensor) -> list[tuple[Tensor, Tensor, Tensor | None, Tensor | None]]:
+        """The decoder RNN's weights per layer as `_cell` uses them: (W_x, W_h, b_x, b_h).
+
+        W_x is the first layer's input columns after the embedding's (the rest of its input), the
+        whole W_ih above it. Under autocast they are cast once here, as autocast does once per
+        forward for a weight it sees: it would cast these slices at every step.
+        """
+        device = like.device.type
+        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else self.rnn.weight_hh_l0.dtype
+        E, lstm = self.tgt_embed.embedding_dim, isinstance(self.rnn, nn.LSTM)
+        layers = []
+        for layer in range(self.rnn.num_layers):
+            w_ih, w_hh = getattr(self.rnn, f"weight_ih_l{layer}"), getattr(self.rnn, f"weight_hh_l{layer}")
+            b_ih, b_hh = getattr(self.rnn, f"bias_ih_l{layer}"), getattr(self.rnn, f"bias_hh_l{layer}")
+            w_x = w_ih[:, E:] if layer == 0 else w_ih  # (G, X)
+            b_x = None if layer == 0 else (b_ih + b_hh if lstm else b_ih)  # the first layer's are in gates_in
+            layers.append((w_x.to(dtype), w_hh.to(dtype), b_x, None if lstm else b_hh))
+        return layers
+
+    def _cell(self, gates_in: Tensor, extra: Tensor | None, hidden: Tensor, cell: Tensor | None,
+              weights: list[tuple[Tensor, Tensor, Tensor | None, Tensor | None]]) -> tuple[Tensor, Tensor | None]:  # fmt: skip
+        """One step of the decoder RNN over all its layers, the equations of `nn.LSTM` / `nn.GRU`
+        written out on the module's own weights (`_cell_weights`).
+
+        gates_in (B, G) is `_input_projection` of y_{t-1}; extra (B, X) the rest of the first layer's
+        input (a context vector or h~_{t-1}), or None; hidden, cell (B, L, H). Returns the new
+        hidden and cell states (B, L, H). One step of `nn.LSTM` goes through oneDNN's sequence
+        kernel, whose set-up costs more than this step's arithmetic.
+        """
+        hs, cs = [], []
+        x = None
+        for layer, (w_x, w_h, b_x, b_h) in enumerate(weights):
+            if layer == 0:
+                gx = gates_in if extra is None else torch.addmm(gates_in, extra.to(w_x.dtype), w_x.t())  # (B, G)
+            else:
+                x = between_layers(x, self.rnn.dropout, self.training)  # between layers, as nn.LSTM
+                gx = F.linear(x.to(w_x.dtype), w_x, b_x)  # (B, G)
+            h = hidden[:, layer]  # (B, H)
+            if cell is None:  # GRU: r, z, n
+                gh = F.linear(h.to(w_h.dtype), w_h, b_h)  # (B, 3H)
+                xr, xz, xn = gx.chunk(3, dim=-1)
+                hr, hz, hn = gh.chunk(3, dim=-1)
+                r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+                n = torch.tanh(xn + r * hn)
+                x = (1 - z) * n + z * h  # (B, H)
+            else:  # LSTM: i, f, g, o
+                i, f, g, o = torch.addmm(gx, h.to(w_h.dtype), w_h.t()).chunk(4, dim=-1)  # each (B, H)
+                c = torch.sigmoid(f) * cell[:, layer] + torch.sigmoid(i) * torch.tanh(g)  # (B, H)
+                x = torch.sigmoid(o) * torch.tanh(c)  # (B, H)
+                cs.append(c)
+            hs.append(x)
+        return torch.stack(hs, dim=1), torch.stack(cs, dim=1) if cs else None  # (B, L, H)
+
     def _attend(self, query: Tensor, state: RNNState) -> tuple[Tensor, Tensor]:
         """query (B, T, H) -> context (B, T, H), weights (B, T, S)."""
         return self.attn(query, state.memory, state.memory, state.src_keep[:, None, :], projected_keys=state.keys)
 
-    def _decode(self, emb: Tensor, state: RNNState) -> tuple[Tensor, RNNState, Tensor | None]:
-        """Run the decoder over emb (B, T, E): T = 1, or any T when `parallel` (gold inputs).
+    def _step(self, gates_in: Tensor, state: RNNState, cell_weights: list) -> tuple[Tensor, Tensor | None, Tensor | None, RNNState]:
+        """One decoder step from y_{t-1}'s gate input (B, G), with the RNN's `_cell_weights`.
 
-        Returns features (B, T, H) before the output projection, the new state, and the attention
-        weights (B, T, S) (None without attention).
+        Returns the top layer's output, or h~_t for Luong (B, H); the context vector the readout
+        needs (B, H) or None; the attention weights (B, S) or None; and the new state.
         """
-        T = emb.size(1)
-        weights = None
+        extra = context = weights = None
         match self.attention:
-            case "none":
-                x = emb
             case "context":
-                x = torch.cat([emb, state.context[:, None].expand(-1, T, -1)], dim=-1)  # (B, T, E + H)
+                extra = context = state.context  # (B, H)
             case "bahdanau":  # c_t from s_{t-1}, the top layer's previous state
                 context, weights = self._attend(state.hidden[:, -1:], state)  # (B, 1, H), (B, 1, S)
-                x = torch.cat([emb, context], dim=-1)  # (B, 1, E + H)
+                extra, context, weights = context[:, 0], context[:, 0], weights[:, 0]
             case "luong":
-                x = torch.cat([emb, state.feed[:, None]], dim=-1) if self.input_feed else emb
+                extra = state.feed if self.input_feed else None  # (B, H) h~_{t-1}
+        hidden, cell = self._cell(gates_in, extra, state.hidden, state.cell, cell_weights)  # (B, L, H)
+        top, feed = hidden[:, -1], None  # (B, H)
+        if self.attention == "luong":
+            context, weights = self._attend(top[:, None], state)  # (B, 1, H), (B, 1, S)
+            top = self.attentional(context, top[:, None])[:, 0]  # (B, H) h~_t
+            context, weights = None, weights[:, 0]
+            feed = top if self.input_feed else None
+        return top, context, weights, RNNState(hidden, cell, feed, state.memory, state.keys, state.context, state.src_keep)
+
+    def _readout(self, top: Tensor, context: Tensor | None, emb: Tensor) -> Tensor:
+        """The features before the output projection, (..., H): tanh(W_o [s_t; c_t; E y_{t-1}]) for
+        the context and Bahdanau decoders, the decoder output (or h~_t) for the others."""
+        if self.attention in ("context", "bahdanau"):
+            return torch.tanh(self.deep_output(torch.cat([top, context, emb], dim=-1)))  # (..., H)
+        return top
+
+    def _parallel(self, emb: Tensor, state: RNNState) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing in one `nn.LSTM`/`nn.GRU` call when no step needs the previous one's
+        output: emb (B, T, E) -> features (B, T, H) and weights (B, T, S) or None."""
+        T = emb.size(1)
+        context = state.context[:, None].expand(-1, T, -1) if self.attention == "context" else None  # (B, T, H)
+        x = emb if context is None else torch.cat([emb, context], dim=-1)  # (B, T, E [+ H])
         h0 = state.hidden.transpose(0, 1).contiguous()  # (L, B, H)
         if state.cell is None:
-            out, h = self.rnn(x, h0)  # (B, T, H)
-            hidden, cell = h.transpose(0, 1), None  # (B, L, H)
+            out, _ = self.rnn(x, h0)  # (B, T, H)
         else:
-            out, (h, c) = self.rnn(x, (h0, state.cell.transpose(0, 1).contiguous()))  # (B, T, H)
-            hidden, cell = h.transpose(0, 1), c.transpose(0, 1)  # (B, L, H)
-        feed = None
-        match self.attention:
-            case "none":
-                features = out
-            case "context":
-                features = torch.tanh(self.deep_output(torch.cat([out, state.context[:, None].expand(-1, T, -1), emb], dim=-1)))
-            case "bahdanau":
-                features = torch.tanh(self.deep_output(torch.cat([out, context, emb], dim=-1)))  # (B, 1, H)
-            case "luong":
-                context, weights = self._attend(out, state)  # (B, T, H), (B, T, S)
-                features = self.attentional(context, out)  # (B, T, H) h~_t
-                feed = features[:, -1] if self.input_feed else None
-        new_state = RNNState(hidden, cell, feed, state.memory, state.keys, state.context, state.src_keep)
-        return self.dropout(features), new_state, weights
+            out, _ = self.rnn(x, (h0, state.cell.transpose(0, 1).contiguous()))  # (B, T, H)
+        if self.attention != "luong":
+            return self._readout(out, context, emb), None
+        context, weights = self._attend(out, state)  # (B, T, H), (B, T, S)
+        return self.attentional(context, out), weights  # (B, T, H) h~_t
 
     def _teacher_forced(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor, teacher_forcing: float) -> tuple[Tensor, Tensor | None]:
         """Features (B, T, H) and attention weights (B, T, S) or None over a whole target."""
         state = self.init_state(self.encode(src, src_keep), src_keep)
+        emb = self._embed(tgt_in)  # (B, T, E)
         if teacher_forcing >= 1.0 and self.parallel:
-            features, _, weights = self._decode(self._embed(tgt_in), state)
-            return features, weights
-        steps, maps = [], []
-        tokens = tgt_in[:, :1]  # (B, 1) BOS
+            features, weights = self._parallel(emb, state)
+            return self.dropout(features), weights
+        sampling = teacher_forcing < 1.0
+        # Every gold input's gates at once, unbound into T views (B, G): their gradients are stacked
+        # once, where indexing [:, t] would add a whole (B, T, G) gradient per step.
+        gates_in = None if sampling else self._input_projection(emb).unbind(dim=1)
+        cell_weights = self._cell_weights(emb)
+        tops, contexts, maps, embs = [], [], [], []
+        tokens = tgt_in[:, 0]  # (B,) BOS
         for t in range(tgt_in.size(1)):
-            features, state, weights = self._decode(self._embed(tokens), state)  # (B, 1, H)
-            steps.append(features)
+            if sampling:  # scheduled sampling: this step's input is gold or the model's own token
+                embs.append(self._embed(tokens[:, None])[:, 0])  # (B, E)
+            gates = self._input_projection(embs[-1]) if sampling else gates_in[t]  # (B, G)
+            top, context, weights, state = self._step(gates, state, cell_weights)  # (B, H)
+            tops.append(top)
+            contexts.append(context)
             maps.append(weights)
-            if t + 1 < tgt_in.size(1):
-                tokens = tgt_in[:, t + 1 : t + 2]  # (B, 1) gold
-                if teacher_forcing < 1.0:
-                    own = self.logits(features.detach()).argmax(dim=-1)  # (B, 1) the model's prediction
-                    use_gold = torch.rand(tokens.shape, device=tokens.device) < teacher_forcing
-                    tokens = torch.where(use_gold, tokens, own)
-        return torch.cat(steps, dim=1), None if maps[0] is None else torch.cat(maps, dim=1)
+            if sampling and t + 1 < tgt_in.size(1):
+                with torch.no_grad():
+                    own = self.logits(self._readout(top, context, embs[-1])).argmax(dim=-1)  # (B,)
+                use_gold = torch.rand(own.shape, device=own.device) < teacher_forcing
+                tokens = torch.where(use_gold, tgt_in[:, t + 1], own)  # (B,)
+        emb = torch.stack(embs, dim=1) if sampling else emb  # (B, T, E) the inputs actually used
+        top = torch.stack(tops, dim=1)  # (B, T, H)
+        context = None if contexts[0] is None else torch.stack(contexts, dim=1)  # (B, T, H)
+        features = self._readout(top, context, emb)  # (B, T, H) one matrix multiply for all steps
+        return self.dropout(features), None if maps[0] is None else torch.stack(maps, dim=1)
 
     def features(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Teacher forcing (with the given ratio) up to the output projection: -> (B, T, H)."""
@@ -245,5 +331,6 @@ class RNNSeq2Seq(nn.Module):
 
     def step(self, prev_tokens: Tensor, state: RNNState) -> tuple[Tensor, RNNState, Tensor | None]:
         """One decoding step: prev_tokens (B, 1) -> (logits (B, V), state, attention (B, S) or None)."""
-        features, state, weights = self._decode(self._embed(prev_tokens), state)  # (B, 1, H)
-        return self.logits(features[:, -1]), state, None if weights is None else weights[:, -1]
+        emb = self._embed(prev_tokens)[:, 0]  # (B, E)
+        top, context, weights, state = self._step(self._input_projection(emb), state, self._cell_weights(emb))  # (B, H)
+        return self.logits(self.dropout(self._readout(top, context, emb))), state, weights

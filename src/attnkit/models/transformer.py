@@ -26,6 +26,7 @@ from attnkit.attention.masks import causal_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from attnkit.decode.beam_state import per_sentence
+from attnkit.models.dropout import Dropout
 from attnkit.models.maps import AttentionMaps
 
 
@@ -50,7 +51,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.pre_norm = pre_norm
 
     def inner(self, x: Tensor) -> Tensor:
@@ -196,7 +197,7 @@ class Transformer(nn.Module):
             self.positions = LearnedPositionalEmbedding(max_positions, d_model)
         else:
             self.positions = SinusoidalPositionalEncoding(d_model)
-        self.embed_dropout = nn.Dropout(dropout)
+        self.embed_dropout = Dropout(dropout)
         layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, pre_norm, d_k, d_v)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(decoder_layers))

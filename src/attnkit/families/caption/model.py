@@ -29,6 +29,7 @@ from attnkit.data.vocab import PAD
 from attnkit.families.caption.codec import CaptionVocabs
 from attnkit.families.caption.config import CaptionRun
 from attnkit.families.caption.encoders import build_encoder, grid_features
+from attnkit.models.dropout import Dropout
 
 
 @dataclass
@@ -84,7 +85,7 @@ class ShowAttendTell(nn.Module):
         self.l_h = nn.Linear(hidden_dim, embed_dim)
         self.l_z = nn.Linear(feature_dim, embed_dim)
         self.l_o = nn.Linear(embed_dim, vocab_size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def image_grid(self, images: Tensor) -> Tensor:
         """The encoder's cells of normalised images: ``(B, 3, H, W)`` -> ``(B, P, C)``."""

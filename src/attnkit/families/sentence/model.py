@@ -39,6 +39,7 @@ from attnkit.data.text import iter_text_lines
 from attnkit.errors import DataError
 from attnkit.families.sentence.codec import SentenceVocabs
 from attnkit.families.sentence.config import SentenceRun
+from attnkit.models.dropout import Dropout
 
 Encoder = Literal["bilstm", "none"]
 Pooling = Literal["attention", "mean", "last"]
@@ -131,8 +132,8 @@ class SelfAttentiveClassifier(nn.Module):
         elif pair == "concat":
             features = 4 * hops * width
         self.classifier = nn.Sequential(
-            nn.Dropout(dropout), nn.Linear(features, mlp_hidden), nn.ReLU(),
-            nn.Dropout(dropout), nn.Linear(mlp_hidden, num_classes),
+            Dropout(dropout), nn.Linear(features, mlp_hidden), nn.ReLU(),
+            Dropout(dropout), nn.Linear(mlp_hidden, num_classes),
         )  # fmt: skip
 
     def embed(self, tokens: Tensor, keep: Tensor) -> tuple[Tensor, Tensor | None]:
