@@ -37,7 +37,7 @@ KINDS = {
     "convolution": ("convolution", "aten::mkldnn_conv", "conv2d"),
     "loss": ("nll_loss", "cross_entropy", "CrossEntropy", "log_softmax"),
     "attention kernels and softmax": ("scaled_dot_product", "softmax"),
-    "dropout": ("bernoulli", "dropout"),
+    "dropout": ("bernoulli", "dropout", "aten::random_"),  # random_: the 16-bit masks (models/dropout.py)
     "layer norm": ("layer_norm",),
     "embedding": ("embedding",),
     "copies and layout": ("aten::copy_", "aten::_to_copy", "aten::cat", "aten::contiguous", "aten::clone", "aten::index",

@@ -252,7 +252,7 @@ def check_smoothing(r: Result) -> None:
 
 
 def check_config(r: Result) -> None:
-    for line in ("  max_tokens: 4096", "    kind: inverse_sqrt", "    lr: 0.0007", "    warmup: 600", "  label_smoothing: 0.1"):
+    for line in ("  max_tokens: 4096", "    kind: inverse_sqrt", "    lr: 0.001", "    warmup: 600", "  label_smoothing: 0.1"):
         assert line in r.out.splitlines(), line
 
 
