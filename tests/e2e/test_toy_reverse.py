@@ -27,8 +27,10 @@ def test_learns_reversal_under_a_minute(toy_run, tmp_path, capsys):
     assert seconds < 120
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     valid = [r for r in records if r["kind"] == "valid"]
-    # 500 updates reach 100% exact match on the 200 validation sequences (deterministic on CPU).
-    assert valid[-1]["exact"] == 1.0 and valid[-1]["bleu"] == pytest.approx(100.0)
+    # 500 updates: 100% exact match on the 200 validation sequences with 2 threads, 83% (BLEU 90.7)
+    # with 1 (fused Adam, 2026-12-02): the run is deterministic for a thread count, but the last
+    # sequences are learnt right at update 500, so summation order decides how many. Untrained: 0%.
+    assert valid[-1]["exact"] >= 0.8 and valid[-1]["bleu"] >= 88.0
     assert any(k.startswith("entropy/cross") for k in valid[-1])
     src = tmp_path / "src.txt"
     src.write_text("t3 t1 t4 t1 t5 t9\nt2 t6 t5 t3 t5 t8 t9 t7\n")
