@@ -6,6 +6,10 @@
 Items are the task's unit (target tokens for translation, parsing and captioning; examples for a
 classifier). `--profile` also profiles the timed updates (torch.profiler, CPU) and adds where the
 time goes: the optimizer step, and the operators' self time by kind (`KINDS`), as shares.
+Updates draw their batches epoch after epoch, as training does. Every batch of the first epoch has
+shapes oneDNN (bf16 matmuls on a CPU) has not seen, and it compiles a kernel for each new matmul
+shape (docs/training.md); skipping one epoch (`--skip 130 --updates 190` on Multi30k, 130 batches
+of 4,096 tokens) measures a long run's steady state instead.
 Prints one JSON line. Run it alone on the machine (2 cores: anything else running skews it).
 """
 
@@ -13,15 +17,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 
+import attnkit
 from attnkit.allocator import MARKER, limit_primitive_cache, use_jemalloc
 from attnkit.data.batching import TokenBatcher
 from attnkit.families import load_config, run_family_of
@@ -29,7 +36,7 @@ from attnkit.precision import pick_device
 from attnkit.train.loop import Trainer
 from attnkit.train.state import TrainState
 
-PRESETS = Path(__file__).resolve().parents[1] / "src/attnkit/presets"
+PRESETS = Path(attnkit.__file__).parent / "presets"  # those of the code measured (PYTHONPATH=OLD/src for a before/after)
 # Operator kinds by name (first match wins); the rest is "other" (element-wise arithmetic, dropout, ...).
 KINDS = {
     "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::_mkl_linear"),
@@ -65,6 +72,13 @@ def time_shares(profile: torch.profiler.profile, wall_seconds: float) -> dict:
             "not_in_operators": round(max(wall_seconds - ops, 0.0) / wall_seconds, 3)}  # fmt: skip
 
 
+def _groups(batcher: TokenBatcher, accum: int) -> Iterator[list]:
+    """The batches of one update after another, epoch after epoch (as the trainer draws them)."""
+    for epoch in itertools.count():
+        batches = batcher.epoch(epoch)
+        yield from (batches[i : i + accum] for i in range(0, len(batches) - accum + 1, accum))
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--preset", default="m30k-small", help="a preset name (src/attnkit/presets)")
@@ -80,19 +94,19 @@ def main() -> None:
     args = p.parse_args()
     if args.allocator == "jemalloc":
         use_jemalloc(sys.argv)
-    limit_primitive_cache()  # as `attnkit train`
-    torch.set_num_threads(args.threads)
     run = load_config(PRESETS / f"{args.preset}.yaml", [f"train.precision={args.precision}", f"train.device={args.device}", *args.set])
+    limit_primitive_cache(getattr(run.train, "kernel_cache", 64))  # as `attnkit train` (older code: 64)
+    torch.set_num_threads(args.threads)
     task = run_family_of(run).task(run, Path("runs/bench"), args.data)
     device = pick_device(args.device)
     model = task.build_model().to(device)
     trainer = Trainer(run, model, device, task)
-    batches = TokenBatcher(*task.train_lengths, max_tokens=run.train.max_tokens, shuffle=True, seed=1).epoch(0)
+    groups = _groups(TokenBatcher(*task.train_lengths, max_tokens=run.train.max_tokens, shuffle=True, seed=1), run.train.accum)
     state, tokens, src_tokens, seconds = TrainState(), 0, 0, 0.0
     model.train()
     profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if args.profile else contextlib.nullcontext()
     for i in range(args.updates):
-        group = [task.collate(idx) for idx in batches[i * run.train.accum : (i + 1) * run.train.accum]]
+        group = [task.collate(idx) for idx in next(groups)]
         if i == args.skip:
             profiler.__enter__()
         if device.type == "cuda":

@@ -67,10 +67,14 @@ def use_jemalloc(command: list[str]) -> None:
 def limit_primitive_cache(capacity: int = 64) -> None:
     """Cap oneDNN's primitive cache (bf16 matmuls on the CPU go through oneDNN) unless set already.
 
-    Token batches bring new shapes at every update and each cached primitive keeps its buffers: with
-    the default capacity (1,024) peak RSS of `benchmarks/train_tps.py --precision bf16` (2 threads,
-    60 updates, jemalloc) was 1.68 GB and still growing; with 64 it is 1.33 GB, and faster (4,243
-    against 4,045 target tokens/s; 4 gave 1.31 GB at 3,679). oneDNN reads the variable when it
-    first builds a primitive, so this must run before the first bf16 matmul of the process.
+    oneDNN compiles a kernel for every new matmul shape (0.4 to 18 ms; `ONEDNN_VERBOSE=profile_create`
+    shows them) and keeps the last `capacity`, each with its buffers (about 0.4 MB for a
+    (B, 512) x (512, 1024) one, 2 MB for a (C, 8000) x (8000, 256) one). Token batches bring new
+    shapes at every update: with the default capacity (1,024) peak RSS of `benchmarks/train_tps.py
+    --precision bf16` (2 threads, 60 updates, jemalloc) was 1.68 GB and still growing; with 64 it
+    is 1.33 GB. A decoder that steps through time has more shapes per update (one per batch size
+    and weight), and the RNN presets set `train.kernel_cache: 256` (docs/training.md). oneDNN reads
+    the variable when it first builds a primitive, so this must run before the first bf16 matmul of
+    the process, and the first value set wins (an environment variable of the user's included).
     """
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(capacity))

@@ -95,7 +95,7 @@ def test_bf16_logits_are_computed_in_float32() -> None:
     assert logits.grad.dtype == torch.bfloat16
 
 
-@pytest.mark.parametrize("n_rows", [5, 700])  # one block, and several blocks with a short last one
+@pytest.mark.parametrize("n_rows", [5, 700, 2100])  # one block; several with a short last one; several groups (ROWS_PER_GROUP)
 def test_projected_equals_loss_on_materialised_logits(n_rows: int) -> None:
     # logits = x W^T computed block by block must give the loss and both gradients of autograd
     # through the plain formula (float64 reference).

@@ -57,6 +57,7 @@ class Train(Strict):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 where the hardware has it (attnkit.precision)
     threads: PositiveInt | None = None
+    kernel_cache: PositiveInt = 64  # oneDNN's primitive cache (CPU bf16 matmul kernels), once per process (attnkit.allocator)
     max_tokens: PositiveInt = 4096
     accum: PositiveInt = 1
     betas: tuple[float, float] = (0.9, 0.98)

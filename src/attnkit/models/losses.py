@@ -17,26 +17,35 @@ loss and both gradients are computed a block of rows at a time, in cache (`ROWS_
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
-ROWS_PER_BLOCK = 256  # (256, 8000) float32 logits = 8 MB: measured fastest on 2 Zen 4 cores
+# (256, 8000) float32 logits = 8 MB: measured fastest on 2 Zen 4 cores. With the projection, the rows
+# are padded to whole blocks: oneDNN, which runs bf16 matmuls on a CPU, compiles a kernel for every
+# new matmul shape (18 ms for a (C, 8000) x (8000, 256) one, measured with ONEDNN_VERBOSE=profile_create)
+# and keeps a limited number, and a last block of its own size was a new shape at nearly every update.
+ROWS_PER_BLOCK = 256
+ROWS_PER_GROUP = 1024  # dL/dW is accumulated once per 4 blocks: one (V, D) cast and add instead of four
 
 
-def _smoothed_cross_entropy(z: Tensor, gold: Tensor, keep: Tensor, epsilon: float) -> tuple[Tensor, Tensor, Tensor]:
-    """H(q', softmax(z)) and -log p(y), summed over kept rows, and the gradient p - q' (C, V).
+def _smoothed_cross_entropy(z: Tensor, gold: Tensor, keep: Tensor, epsilon: float, grad: Tensor) -> tuple[Tensor, Tensor]:
+    """H(q', softmax(z)) and -log p(y), summed over kept rows; writes the gradient p - q' into `grad`.
 
-    z (C, V) float32 logits, gold (C,) long, keep (C,) bool. Rows not kept get a zero gradient.
+    z (C, V) logits (the softmax runs in float32 at least, whatever z's dtype), gold (C,) long,
+    keep (C,) bool, grad (C, V) contiguous, of the dtype the gradient is wanted in (the cast is
+    part of its last pass). Rows not kept get a zero gradient.
     """
     V = z.size(1)
-    log_p = torch.log_softmax(z, dim=-1)  # (C, V) one fused pass
+    log_p = torch.log_softmax(z, dim=-1, dtype=torch.promote_types(z.dtype, torch.float32))  # (C, V) one fused pass
     nll = -log_p.gather(1, gold[:, None]).squeeze(1)  # (C,) -log p(y)
     uniform = -log_p.mean(dim=-1)  # (C,) -(1/V) sum_k log p(k)
     loss = (1.0 - epsilon) * nll + epsilon * uniform  # (C,) H(q', p)
-    grad = log_p.exp_().sub_(epsilon / V)  # (C, V) p - eps/V, in log_p's memory
-    grad.scatter_add_(1, gold[:, None], grad.new_full((grad.size(0), 1), epsilon - 1.0))  # (C, V) p - q'
+    p = log_p.exp_()  # (C, V) in log_p's memory
+    p.scatter_add_(1, gold[:, None], p.new_full((p.size(0), 1), epsilon - 1.0))  # (C, V) p - (1 - eps) at y
+    torch.sub(p, epsilon / V, out=grad)  # (C, V) p - q', cast to grad's dtype in the same pass
     if not bool(keep.all()):
         grad.mul_(keep[:, None])  # (C, V) ignored rows get no gradient
-    return torch.where(keep, loss, 0.0).sum(), torch.where(keep, nll, 0.0).sum(), grad
+    return torch.where(keep, loss, 0.0).sum(), torch.where(keep, nll, 0.0).sum()
 
 
 def _compute_dtype(x: Tensor) -> torch.dtype:
@@ -59,25 +68,29 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         acc = torch.promote_types(dtype, torch.float32)  # softmax and gradient sums: float32 at least
         xc = x.to(dtype)  # (N, D) or (N, V)
         w = None if weight is None else weight.to(dtype)  # (V, D)
-        keep = target != ignore_index  # (N,)
-        gold = target.masked_fill(~keep, 0)  # (N,)
-        grad_x = torch.empty(x.shape, dtype=acc, device=x.device) if need_grad else None
+        n_rows = x.size(0)
+        if w is not None and n_rows % ROWS_PER_BLOCK:  # whole blocks: the matmuls keep a few shapes (ROWS_PER_BLOCK)
+            pad = ROWS_PER_BLOCK - n_rows % ROWS_PER_BLOCK
+            xc, target = F.pad(xc, (0, 0, 0, pad)), F.pad(target, (0, pad), value=ignore_index)  # (N', D), (N',)
+        keep = target != ignore_index  # (N',)
+        gold = target.masked_fill(~keep, 0)  # (N',)
+        grad_x = torch.empty((xc.size(0), x.size(1)), dtype=acc, device=x.device) if need_grad else None
         grad_w = torch.zeros(weight.shape, dtype=acc, device=x.device) if need_grad and w is not None else None
         loss_sum = nll_sum = x.new_zeros((), dtype=acc)
-        for start in range(0, x.size(0), ROWS_PER_BLOCK):
-            rows = slice(start, start + ROWS_PER_BLOCK)
-            z = xc[rows].to(acc) if w is None else (xc[rows] @ w.T).to(acc)  # (C, V)
-            loss, nll, z = _smoothed_cross_entropy(z, gold[rows], keep[rows], epsilon)  # z becomes p - q'
-            loss_sum, nll_sum = loss_sum + loss, nll_sum + nll
-            if not need_grad:
-                continue
-            if w is None:
-                grad_x[rows] = z  # (C, V)
-            else:
-                dz = z.to(dtype)  # (C, V)
-                grad_x[rows] = dz @ w  # (C, D)
-                grad_w += dz.T @ xc[rows]  # (V, D)
-        ctx.save_for_backward(grad_x, grad_w)
+        dz = torch.empty((min(xc.size(0), ROWS_PER_GROUP), x.size(1) if w is None else w.size(0)), dtype=acc if w is None else dtype, device=x.device)
+        for group in range(0, xc.size(0), ROWS_PER_GROUP):  # dL/dW once per group of blocks
+            n = min(ROWS_PER_GROUP, xc.size(0) - group)
+            for start in range(0, n, ROWS_PER_BLOCK):
+                stop = min(start + ROWS_PER_BLOCK, n)
+                block, rows = slice(start, stop), slice(group + start, group + stop)
+                z = xc[rows] if w is None else xc[rows] @ w.T  # (C, V)
+                loss, nll = _smoothed_cross_entropy(z, gold[rows], keep[rows], epsilon, dz[block])  # dz: p - q'
+                loss_sum, nll_sum = loss_sum + loss, nll_sum + nll
+                if need_grad:
+                    grad_x[rows] = dz[block] if w is None else dz[block] @ w  # (C, V) or (C, D)
+            if need_grad and w is not None:
+                grad_w += dz[:n].T @ xc[group : group + n]  # (V, D)
+        ctx.save_for_backward(None if grad_x is None else grad_x[:n_rows], grad_w)
         ctx.dtypes = (x.dtype, None if weight is None else weight.dtype)
         ctx.mark_non_differentiable(nll_sum)
         return loss_sum, nll_sum

@@ -39,6 +39,7 @@ from attnkit.attention.luong import AttentionalLayer, LuongAttention
 from attnkit.models.dropout import Dropout
 from attnkit.models.dropout import dropout as between_layers
 from attnkit.models.maps import AttentionMaps
+from attnkit.models.rnn_bptt import bahdanau_loop, luong_loop
 
 AttentionKind = Literal["none", "context", "bahdanau", "luong"]
 
@@ -141,6 +142,14 @@ class RNNSeq2Seq(nn.Module):
     def parallel(self) -> bool:
         """Whether teacher forcing can run the decoder RNN over all steps at once."""
         return self.attention in ("none", "context") or (self.attention == "luong" and not self.input_feed)
+
+    @property
+    def fused(self) -> bool:
+        """Whether teacher forcing runs `rnn_bptt`'s loop, with its hand-written backward: one LSTM
+        layer with Bahdanau attention, or with Luong's dot or general score and input feeding."""
+        if not isinstance(self.rnn, nn.LSTM) or self.rnn.num_layers != 1:
+            return False
+        return self.attention == "bahdanau" or (self.input_feed and self.attn.score != "concat" and self.attentional.w_c.bias is None)
 
     def logits(self, x: Tensor) -> Tensor:
         """Decoder features (..., H) -> vocabulary logits (..., V)."""
@@ -283,6 +292,22 @@ class RNNSeq2Seq(nn.Module):
         context, weights = self._attend(out, state)  # (B, T, H), (B, T, S)
         return self.attentional(context, out), weights  # (B, T, H) h~_t
 
+    def _fused(self, emb: Tensor, state: RNNState) -> tuple[Tensor, Tensor | None, Tensor]:
+        """Teacher forcing through `rnn_bptt`'s loop: emb (B, T, E) -> the top layer's output, or h~_t
+        for Luong (B, T, H); the context vectors (B, T, H) for Bahdanau, else None; weights (B, T, S).
+        Matmul operands go in cast to the matmul dtype (autocast's), the weights once."""
+        device = emb.device.type
+        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else self.rnn.weight_hh_l0.dtype
+        w = torch.cat([self.rnn.weight_ih_l0[:, emb.size(-1) :], self.rnn.weight_hh_l0], dim=1).to(dtype)  # (4H, X + H)
+        gates_in = self._input_projection(emb).to(dtype)  # (B, T, 4H)
+        memory, keys = state.memory.to(dtype), state.keys.to(dtype)  # (B, S, H), (B, S, H | A)
+        h0, c0 = state.hidden[:, 0], state.cell[:, 0]  # (B, H)
+        if self.attention == "luong":
+            top, weights = luong_loop(gates_in, h0, c0, w, keys, memory, self.attentional.w_c.weight.to(dtype), state.src_keep)
+            return top, None, weights
+        w_a, v = self.attn.w_a.weight.to(dtype), self.attn.v_a.weight[0].to(dtype)  # (A, H), (A,)
+        return bahdanau_loop(gates_in, h0, c0, w, keys, memory, w_a, v, state.src_keep)
+
     def _teacher_forced(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor, teacher_forcing: float) -> tuple[Tensor, Tensor | None]:
         """Features (B, T, H) and attention weights (B, T, S) or None over a whole target."""
         state = self.init_state(self.encode(src, src_keep), src_keep)
@@ -290,6 +315,9 @@ class RNNSeq2Seq(nn.Module):
         if teacher_forcing >= 1.0 and self.parallel:
             features, weights = self._parallel(emb, state)
             return self.dropout(features), weights
+        if teacher_forcing >= 1.0 and self.fused:
+            top, context, weights = self._fused(emb, state)
+            return self.dropout(self._readout(top, context, emb)), weights
         sampling = teacher_forcing < 1.0
         # Every gold input's gates at once, unbound into T views (B, G): their gradients are stacked
         # once, where indexing [:, t] would add a whole (B, T, G) gradient per step.

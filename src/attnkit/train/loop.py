@@ -250,7 +250,7 @@ def train(
     `run_dir` before anything else (a run folder that another process holds is refused); the other
     ranks of its job wait for it at the first barrier and write nothing.
     """
-    limit_primitive_cache()
+    limit_primitive_cache(run.train.kernel_cache)
     device = pick_device(run.train.device)
     run_dir = Path(run_dir)
     with distributed.process_group(device) as world:
