@@ -159,21 +159,26 @@ class _BahdanauLoop(torch.autograd.Function):
         d_s, d_c = d_s.transpose(0, 1), d_c.transpose(0, 1)  # (T, B, H)
         dgates, d_ctx, d_wq = torch.empty_like(gates, dtype=w.dtype), torch.empty_like(c[1:], dtype=w.dtype), w.new_empty(T, B, A)
         dv, dh_next, dc_next = v.new_empty(T, A), torch.zeros_like(c[0]), torch.zeros_like(c[0])
+        d_e_sum, h2_d_e = torch.zeros_like(weights[0]), torch.zeros_like(hidden[0])  # sum_t d_e_t (B, S); sum_t h_t^2 d_e_t (B, S, A)
         for t in range(T - 1, -1, -1):
             dc_next = _lstm_backward(d_s[t] + dh_next, dc_next, gates[t], c[t], tanh_c[t], dgates[t])
             dx = dgates[t] @ w  # (B, 2H) of [c_t; s_{t-1}]
             d_ctx[t] = d_c[t] + dx[:, :H]
             d_e = _softmax_backward(d_ctx[t], weights[t], memory)  # (B, S) of e_t
             torch.mm(d_e.view(1, B * S), hidden[t].view(B * S, A), out=dv[t : t + 1])  # (1, A) of v
-            d_hidden = hidden[t].mul_(hidden[t]).neg_().add_(1).mul_(d_e[:, :, None] * v)  # (B, S, A), in tanh's place
-            d_wq[t] = d_hidden.sum(dim=1)  # (B, A) of W_a s_{t-1}
+            # d_hidden = (1 - h^2) (d_e v^T) (B, S, A), summed over s for W_a s_{t-1} and over t for U_a h_s:
+            # v (sum_s d_e - sum_s h^2 d_e) and v (sum_t d_e - sum_t h^2 d_e), without forming it.
+            h2 = hidden[t].square_()  # (B, S, A), in tanh's place
+            d_wq[t] = v * (d_e.sum(dim=1, keepdim=True) - torch.bmm(d_e[:, None], h2)[:, 0])  # (B, A) of W_a s_{t-1}
+            d_e_sum += d_e
+            h2_d_e.addcmul_(h2, d_e[:, :, None])
             dh_next = (d_wq[t] @ w_a).to(c.dtype) + dx[:, H:]  # (B, H) of s_{t-1}
         flat = T * B
         dw = dgates.view(flat, -1).t() @ x[:-1].reshape(flat, -1)  # (4H, 2H)
         dw_a = d_wq.view(flat, A).t() @ x[:-1, :, H:].reshape(flat, H)  # (A, H)
         d_memory = torch.bmm(weights.permute(1, 2, 0).to(w.dtype), d_ctx.transpose(0, 1))  # (B, S, H)
         h_dtype, c_dtype, keys_dtype, v_dtype = ctx.dtypes
-        d_keys = hidden.sum(dim=0).to(keys_dtype)  # (B, S, A): the d_hidden of every step
+        d_keys = (v * (d_e_sum[:, :, None] - h2_d_e)).to(keys_dtype)  # (B, S, A): the d_hidden of every step
         return dgates.transpose(0, 1), dh_next.to(h_dtype), dc_next.to(c_dtype), dw, d_keys, d_memory, dw_a, dv.sum(dim=0).to(v_dtype), None
 
 
