@@ -217,7 +217,7 @@ def check_variance(r: Result) -> None:
 
 def check_positions(r: Result) -> None:
     assert _number(r"over pos 0\.\.99 = (\S+)", r.out) < 1e-6
-    assert _number(r"checked on pos 50\.\.99: max error (\S+)", r.out) < 1e-6
+    assert _number(r"checked on pos 50\.\.99: max error (\S+)", r.out) < 1e-9  # a well-conditioned fit (spread positions)
     assert "added: (1, 6, 16)  concatenated: (1, 6, 24)" in r.out
 
 

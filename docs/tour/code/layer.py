@@ -48,16 +48,17 @@ def variance() -> None:
 def positions() -> None:
     """For each offset k one matrix M_k (block-diagonal 2x2 rotations) maps PE(pos) to PE(pos + k)."""
     d_model, k = 16, 5
-    pe = sinusoidal_encoding(100 + k, d_model, dtype=torch.float64)  # (T, D)
+    pe = sinusoidal_encoding(20_000 + k, d_model, dtype=torch.float64)  # (T, D)
     omega = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
     m_k = torch.zeros(d_model, d_model, dtype=torch.float64)
     for i, w in enumerate(omega.tolist()):  # [sin(a + b), cos(a + b)] = R(b) [sin a, cos a]
         c, s = math.cos(k * w), math.sin(k * w)
         m_k[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, s], [-s, c]])
     shifted = pe[:100] @ m_k.T  # (T, D): M_k PE(pos) for pos = 0..99
-    print(f"rotation M_{k}: max |M_{k} PE(pos) - PE(pos+{k})| over pos 0..99 = {(shifted - pe[k:]).abs().max():.1e}")
-    fit = torch.linalg.lstsq(pe[:50], pe[k : 50 + k]).solution.T  # (D, D) fitted on positions 0..49 only
-    print(f"least squares fit on pos 0..49, checked on pos 50..99: max error {(pe[50:100] @ fit.T - pe[50 + k : 100 + k]).abs().max():.1e}")
+    print(f"rotation M_{k}: max |M_{k} PE(pos) - PE(pos+{k})| over pos 0..99 = {(shifted - pe[k : 100 + k]).abs().max():.1e}")
+    spread = torch.arange(0, 20_000, 400)  # 50 positions over one period of the slowest pair (2 pi / w ~ 19,869)
+    fit = torch.linalg.lstsq(pe[spread], pe[spread + k]).solution.T  # (D, D) fitted on those positions only
+    print(f"least squares fit on pos 0, 400, ..., 19600, checked on pos 50..99: max error {(pe[50:100] @ fit.T - pe[50 + k : 100 + k]).abs().max():.1e}")
     x = torch.zeros(1, 6, d_model)  # (B, T, D)
     print("added:", tuple(SinusoidalPositionalEncoding(d_model)(x).shape), " concatenated:", tuple(SinusoidalPositionalEncoding(8, mode="concat")(x).shape))
 
