@@ -62,6 +62,12 @@ def resolve(precision: str, device: torch.device) -> str:
     return chosen
 
 
+def compute_dtype(like: torch.Tensor) -> torch.dtype:
+    """The dtype matmuls run in: autocast's when it is on for `like`'s device, else `like`'s own."""
+    device = like.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else like.dtype
+
+
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The forward-pass context for `precision` (fp32: no autocast; auto: `resolve`)."""
     precision = resolve(precision, device)

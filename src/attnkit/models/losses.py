@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from attnkit.precision import compute_dtype
+
 # (256, 8000) float32 logits = 8 MB: measured fastest on 2 Zen 4 cores. With the projection, the rows
 # are padded to whole blocks: oneDNN, which runs bf16 matmuls on a CPU, compiles a kernel for every
 # new matmul shape (18 ms for a (C, 8000) x (8000, 256) one, measured with ONEDNN_VERBOSE=profile_create)
@@ -48,12 +50,6 @@ def _smoothed_cross_entropy(z: Tensor, gold: Tensor, keep: Tensor, epsilon: floa
     return torch.where(keep, loss, 0.0).sum(), torch.where(keep, nll, 0.0).sum()
 
 
-def _compute_dtype(x: Tensor) -> torch.dtype:
-    """The matmul dtype: autocast's when it is on for x's device, else x's own."""
-    device = x.device.type
-    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
-
-
 class _SmoothedCrossEntropy(torch.autograd.Function):
     """H(q', softmax(x W^T)) (or of softmax(x) when W is None) summed over kept rows.
 
@@ -64,7 +60,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor | None, target: Tensor, epsilon: float, ignore_index: int, need_grad: bool):
-        dtype = _compute_dtype(x)
+        dtype = compute_dtype(x)
         acc = torch.promote_types(dtype, torch.float32)  # softmax and gradient sums: float32 at least
         xc = x.to(dtype)  # (N, D) or (N, V)
         w = None if weight is None else weight.to(dtype)  # (V, D)

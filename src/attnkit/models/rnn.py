@@ -40,6 +40,7 @@ from attnkit.models.dropout import Dropout
 from attnkit.models.dropout import dropout as between_layers
 from attnkit.models.maps import AttentionMaps
 from attnkit.models.rnn_bptt import bahdanau_loop, luong_loop
+from attnkit.precision import compute_dtype
 
 AttentionKind = Literal["none", "context", "bahdanau", "luong"]
 
@@ -195,8 +196,7 @@ class RNNSeq2Seq(nn.Module):
         whole W_ih above it. Under autocast they are cast once here, as autocast does once per
         forward for a weight it sees: it would cast these slices at every step.
         """
-        device = like.device.type
-        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else self.rnn.weight_hh_l0.dtype
+        dtype = compute_dtype(like)
         E, lstm = self.tgt_embed.embedding_dim, isinstance(self.rnn, nn.LSTM)
         layers = []
         for layer in range(self.rnn.num_layers):
@@ -296,8 +296,7 @@ class RNNSeq2Seq(nn.Module):
         """Teacher forcing through `rnn_bptt`'s loop: emb (B, T, E) -> the top layer's output, or h~_t
         for Luong (B, T, H); the context vectors (B, T, H) for Bahdanau, else None; weights (B, T, S).
         Matmul operands go in cast to the matmul dtype (autocast's), the weights once."""
-        device = emb.device.type
-        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else self.rnn.weight_hh_l0.dtype
+        dtype = compute_dtype(emb)
         w = torch.cat([self.rnn.weight_ih_l0[:, emb.size(-1) :], self.rnn.weight_hh_l0], dim=1).to(dtype)  # (4H, X + H)
         gates_in = self._input_projection(emb).to(dtype)  # (B, T, 4H)
         memory, keys = state.memory.to(dtype), state.keys.to(dtype)  # (B, S, H), (B, S, H | A)
