@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from attnkit import __version__
+from attnkit.allocator import limit_primitive_cache
 from attnkit.artifacts.checkpoint import find_checkpoint, load_weights
 from attnkit.config.load import read_yaml, save_config, validate
 from attnkit.config.schema import DEFAULT_MODEL_KIND, RunBase
@@ -121,6 +122,7 @@ def load_run(
         raise ConfigError(f"int8 decoding runs on the CPU only, not on {device}")
     run, vocabs = read_run(run_dir, family)
     checkpoint = find_checkpoint(run_dir, which)
+    limit_primitive_cache(run.train.kernel_cache)  # decoding brings a new matmul shape at every step
     model = family.build(run, vocabs)
     load_weights(model, checkpoint)
     if dtype == torch.qint8:
