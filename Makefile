@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 DEMO_MINUTES ?= 6
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install jemalloc clean
 
 install: $(VENV)/.installed
 
@@ -29,10 +29,19 @@ $(VENV)/.installed: $(VENV)/.runtime
 		onnx-ir==1.1.0 ml_dtypes==0.7.0 protobuf==7.36.2 flatbuffers==25.12.19 packaging==26.4
 	touch $@
 
-demo: $(VENV)/.runtime
+# jemalloc keeps training's memory flat (src/attnkit/allocator.py; docs/training.md, Memory): installed
+# when missing if this user can (root, apt-get); otherwise a hint, and attnkit uses the system's malloc.
+jemalloc:
+	@ldconfig -p 2>/dev/null | grep -q libjemalloc.so.2 \
+		|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+			&& { apt-get install -y --no-install-recommends libjemalloc2 >/dev/null 2>&1 \
+				|| { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends libjemalloc2 >/dev/null 2>&1; }; }; } \
+		|| echo "note: libjemalloc2 is not installed (sudo apt-get install libjemalloc2); training will take more memory"
+
+demo: $(VENV)/.runtime jemalloc
 	$(PY) -m attnkit demo --minutes $(DEMO_MINUTES)
 
-test: install lint
+test: install lint jemalloc
 	$(PY) -m pytest
 
 lint: install
