@@ -69,9 +69,9 @@ def test_loading_a_run_caps_the_kernel_caches(cache_env, tiny_transformer_run) -
 
 CHILD = """
 import sys
-from attnkit.allocator import limit_primitive_cache
-limit_primitive_cache(int(sys.argv[1]))  # after importing torch (attnkit does), before the first matmul
 import torch
+from attnkit.allocator import limit_primitive_cache
+limit_primitive_cache(int(sys.argv[1]))  # as in `attnkit train`: torch imported, no matmul run yet
 torch.set_num_threads(1)
 w = torch.randn(2048, 512, dtype=torch.bfloat16)
 rss = lambda: int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1]) // 1024
