@@ -5,7 +5,8 @@ the paper's row it scales, the paper's BLEU and perplexity and their change from
 model, the measured ones and their change from the measured base, and whether the two changes go the
 same way. A measured change smaller than the noise (`--noise-bleu` 1.3, `--noise-ppl` 0.1: how far
 the same row moved between two runs, docs/experiments.md) is marked "within noise" instead, and a
-paper's change of under 0.05 in either "paper: no change". Perplexities of rows with
+paper's change of at most 0.1 BLEU (one unit of its last digit) or 0.05 perplexity "paper: no
+change". Perplexities of rows with
 different label smoothing are both unsmoothed (per-token negative log-likelihood), here and in the paper.
 
 Prints the Markdown table, then one JSON line with the rows.
@@ -44,18 +45,18 @@ PAPER = {
 }
 
 
-PAPER_NO_CHANGE = 0.05  # the paper prints perplexity to 0.01 and BLEU to 0.1
+PAPER_NO_CHANGE = {"bleu": 0.1 + 1e-9, "ppl": 0.05}  # the paper prints BLEU to 0.1, perplexity to 0.01
 
 
 def _sign(x: float) -> int:
     return (x > 0) - (x < 0)
 
 
-def verdict(ours: float, paper: float, noise: float) -> str:
+def verdict(ours: float, paper: float, noise: float, paper_no_change: float) -> str:
     """Whether a measured change goes the paper's way ("agrees", "disagrees"), or either is too small to tell."""
     if abs(ours) < noise:
         return "within noise"
-    if abs(paper) < PAPER_NO_CHANGE:
+    if abs(paper) <= paper_no_change:
         return "paper: no change"
     return "agrees" if _sign(ours) == _sign(paper) else "disagrees"
 
@@ -74,8 +75,8 @@ def compare(rows: list[dict], noise_bleu: float, noise_ppl: float) -> list[dict]
         if paper is not None and r["name"] != "base":
             paper_d_bleu, paper_d_ppl = paper["bleu"] - PAPER_BASE["bleu"], paper["ppl"] - PAPER_BASE["ppl"]
             record |= {"paper_d_bleu": paper_d_bleu, "paper_d_ppl": paper_d_ppl,
-                       "bleu_verdict": verdict(record["d_bleu"], paper_d_bleu, noise_bleu),
-                       "ppl_verdict": verdict(record["d_ppl"], paper_d_ppl, noise_ppl)}  # fmt: skip
+                       "bleu_verdict": verdict(record["d_bleu"], paper_d_bleu, noise_bleu, PAPER_NO_CHANGE["bleu"]),
+                       "ppl_verdict": verdict(record["d_ppl"], paper_d_ppl, noise_ppl, PAPER_NO_CHANGE["ppl"])}  # fmt: skip
         out.append(record)
     return out
 
