@@ -79,7 +79,9 @@ def write_tables(out: Path, sweep: dict, rows: list[dict]) -> None:
     """`table.md`, `table.json` and `table.png` (one bar chart per metric, plus parameters and tokens/s) in `out`."""
     budget = ", ".join(sweep["budget"][:1])  # train.max_steps=N or train.max_minutes=M
     common = "".join(f" --set {o}" for o in sweep["common"])
-    title = f"Sweep of {sweep['config']}{common}, each variant {budget}"
+    config = Path(sweep["config"])
+    shown = config.relative_to(Path.cwd()) if config.is_relative_to(Path.cwd()) else config  # no machine's path in a shared table
+    title = f"Sweep of {shown}{common}, each variant {budget}"
     atomic_write_text(out / "table.md", f"{title}\n\n{markdown(rows)}")
     atomic_write_text(
         out / "table.json", json.dumps({"config": sweep["config"], "common": sweep["common"], "budget": sweep["budget"], "rows": rows}, indent=1) + "\n"
