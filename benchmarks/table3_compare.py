@@ -6,8 +6,8 @@ model, the measured ones and their change from the measured base, and whether th
 same way. A measured change smaller than the noise (`--noise-bleu` 1.3, `--noise-ppl` 0.1: how far
 the same row moved between two runs, docs/experiments.md) is marked "within noise" instead, and a
 paper's change of at most 0.1 BLEU (one unit of its last digit) or 0.05 perplexity "paper: no
-change". Perplexities of rows with
-different label smoothing are both unsmoothed (per-token negative log-likelihood), here and in the paper.
+change". Perplexities of rows with different label smoothing are both unsmoothed (per-token
+negative log-likelihood), here and in the paper.
 
 Prints the Markdown table, then one JSON line with the rows.
 
@@ -21,30 +21,28 @@ import argparse
 import json
 from pathlib import Path
 
-# "Attention Is All You Need", Table 3: newstest2013 (dev) perplexity (per wordpiece) and BLEU, params.
-PAPER_BASE = {"row": "base", "ppl": 4.92, "bleu": 25.8, "params": "65M"}
+# "Attention Is All You Need", Table 3: newstest2013 (dev) perplexity (per wordpiece) and BLEU.
+PAPER_BASE = {"row": "base", "ppl": 4.92, "bleu": 25.8}
 PAPER = {
     "A-h1": {"row": "(A) h=1, d_k=d_v=512", "ppl": 5.29, "bleu": 24.9},
     "A-h2": {"row": "(A) h=4, d_k=d_v=128", "ppl": 5.00, "bleu": 25.5},
     "A-h8": {"row": "(A) h=16, d_k=d_v=32", "ppl": 4.91, "bleu": 25.8},
     "A-h16": {"row": "(A) h=32, d_k=d_v=16", "ppl": 5.01, "bleu": 25.4},
-    "B-dk16": {"row": "(B) d_k=16", "ppl": 5.16, "bleu": 25.1, "params": "58M"},
-    "B-dk32": {"row": "(B) d_k=32", "ppl": 5.01, "bleu": 25.4, "params": "60M"},
-    "C-N1": {"row": "(C) N=2", "ppl": 6.11, "bleu": 23.7, "params": "36M"},
-    "C-N2": {"row": "(C) N=4", "ppl": 5.19, "bleu": 25.3, "params": "50M"},
-    "C-N4": {"row": "(C) N=8", "ppl": 4.88, "bleu": 25.5, "params": "80M"},
-    "C-d128": {"row": "(C) d_model=256, d_k=d_v=32", "ppl": 5.75, "bleu": 24.5, "params": "28M"},
-    "C-d512": {"row": "(C) d_model=1024, d_k=d_v=128", "ppl": 4.66, "bleu": 26.0, "params": "168M"},
-    "C-ff512": {"row": "(C) d_ff=1024", "ppl": 5.12, "bleu": 25.4, "params": "53M"},
-    "C-ff2048": {"row": "(C) d_ff=4096", "ppl": 4.75, "bleu": 26.2, "params": "90M"},
+    "B-dk16": {"row": "(B) d_k=16", "ppl": 5.16, "bleu": 25.1},
+    "B-dk32": {"row": "(B) d_k=32", "ppl": 5.01, "bleu": 25.4},
+    "C-N1": {"row": "(C) N=2", "ppl": 6.11, "bleu": 23.7},
+    "C-N2": {"row": "(C) N=4", "ppl": 5.19, "bleu": 25.3},
+    "C-N4": {"row": "(C) N=8", "ppl": 4.88, "bleu": 25.5},
+    "C-d128": {"row": "(C) d_model=256, d_k=d_v=32", "ppl": 5.75, "bleu": 24.5},
+    "C-d512": {"row": "(C) d_model=1024, d_k=d_v=128", "ppl": 4.66, "bleu": 26.0},
+    "C-ff512": {"row": "(C) d_ff=1024", "ppl": 5.12, "bleu": 25.4},
+    "C-ff2048": {"row": "(C) d_ff=4096", "ppl": 4.75, "bleu": 26.2},
     "D-drop0": {"row": "(D) P_drop=0.0", "ppl": 5.77, "bleu": 24.6},
     "D-drop0.2": {"row": "(D) P_drop=0.2", "ppl": 4.95, "bleu": 25.5},
     "D-ls0": {"row": "(D) eps_ls=0.0", "ppl": 4.67, "bleu": 25.3},
     "D-ls0.2": {"row": "(D) eps_ls=0.2", "ppl": 5.47, "bleu": 25.7},
     "E-learned": {"row": "(E) learned positions", "ppl": 4.92, "bleu": 25.7},
 }
-
-
 PAPER_NO_CHANGE = {"bleu": 0.1 + 1e-9, "ppl": 0.05}  # the paper prints BLEU to 0.1, perplexity to 0.01
 
 

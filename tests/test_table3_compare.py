@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "table3_compare.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "table3_compare.py"
 spec = importlib.util.spec_from_file_location("table3_compare", SCRIPT)
 table3_compare = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(table3_compare)
