@@ -8,10 +8,14 @@ from attnkit.cli import main
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache():
+def fresh_cache(monkeypatch):
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
     precision.resolve.cache_clear()
+    precision._cpuinfo.cache_clear()
     yield
     precision.resolve.cache_clear()
+    precision._cpuinfo.cache_clear()
 
 
 @pytest.mark.parametrize("native, expected", [(True, "bf16"), (False, "fp32")])
@@ -33,8 +37,23 @@ def test_cpu_flags_are_read_from_cpuinfo(monkeypatch, tmp_path):
     monkeypatch.setattr(precision, "Path", lambda p: info)
     info.write_text("flags\t\t: fpu sse avx2 avx512f avx512_bf16\n")
     assert precision.native_bf16(torch.device("cpu")) == (True, "this CPU has avx512_bf16")
+    precision._cpuinfo.cache_clear()
     info.write_text("flags\t\t: fpu sse avx2\n")
     assert precision.native_bf16(torch.device("cpu"))[0] is False
+
+
+def test_an_isa_cap_imitates_a_cpu_without_bf16_or_vnni(monkeypatch, tmp_path):
+    """ONEDNN_MAX_CPU_ISA=AVX2 (how tests imitate an AVX2-only CPU) leaves neither bf16 nor VNNI, whatever the CPU has."""
+    info = tmp_path / "cpuinfo"
+    monkeypatch.setattr(precision, "Path", lambda p: info)
+    info.write_text("vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14\nflags\t\t: fpu avx2 avx512f avx512_vnni avx512_bf16\n")
+    assert precision.int8_dot_products({}) == (True, "this CPU has avx512_vnni")
+    assert precision.native_bf16(torch.device("cpu"))[0] is True
+    assert precision.cpu_model() == "AMD EPYC 9R14 (AuthenticAMD)"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
+    assert precision.int8_dot_products() == (False, "ONEDNN_MAX_CPU_ISA=AVX2 leaves oneDNN no VNNI")
+    assert precision.native_bf16(torch.device("cpu")) == (False, "ONEDNN_MAX_CPU_ISA=AVX2 leaves oneDNN no bf16 instructions")
+    assert precision.int8_dot_products({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"})[0] is True
 
 
 def test_auto_autocasts_to_bf16_only_with_native_bf16(monkeypatch):
@@ -46,5 +65,5 @@ def test_auto_autocasts_to_bf16_only_with_native_bf16(monkeypatch):
 def test_doctor_lists_each_piece(capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
-    for piece in ("torch:", "bf16 on the CPU:", "jemalloc:", "GPUs:", "chromium:"):
+    for piece in ("CPU:", "torch:", "bf16 on the CPU:", "int8 dot products (VNNI):", "jemalloc:", "GPUs:", "chromium:"):
         assert piece in out

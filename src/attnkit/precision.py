@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -38,17 +40,61 @@ log = logging.getLogger("attnkit")
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of native bf16 matrix arithmetic
 
 
+# /proc/cpuinfo flags of int8 dot products that accumulate in 32 bits (VNNI). Without them oneDNN's int8 GEMM
+# multiplies with vpmaddubsw, whose pairwise sums saturate at 16 bits (oneDNN's "Int8 Computation Aspects").
+CPU_VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+# ONEDNN_MAX_CPU_ISA values that cap oneDNN below every VNNI instruction set (how a test imitates such a CPU).
+ONEDNN_ISAS_WITHOUT_VNNI = ("SSE41", "AVX", "AVX2", "AVX512_CORE")
+ONEDNN_ISAS_WITHOUT_BF16 = (*ONEDNN_ISAS_WITHOUT_VNNI, "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE_VNNI")
+
+
+@functools.cache
+def _cpuinfo(field: str) -> str:
+    """The first value of `field` in /proc/cpuinfo ("" where there is none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.split(":", 1)[0].strip() == field), "")
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's /proc/cpuinfo flags (empty where there is no /proc/cpuinfo)."""
+    return frozenset(_cpuinfo("flags").split())
+
+
+def cpu_model() -> str:
+    """The CPU's model and vendor (/proc/cpuinfo), for `attnkit doctor` and benchmark records."""
+    return f"{_cpuinfo('model name') or 'unknown CPU'} ({_cpuinfo('vendor_id') or 'unknown vendor'})"
+
+
+def _onednn_cap(environ: Mapping[str, str]) -> str:
+    """The instruction set oneDNN (and so PyTorch's CPU matmuls) is capped at ("" for none)."""
+    return (environ.get("ONEDNN_MAX_CPU_ISA") or environ.get("DNNL_MAX_CPU_ISA") or "").upper()
+
+
 def native_bf16(device: torch.device) -> tuple[bool, str]:
     """Whether `device` computes bf16 natively, and why (for logs and `attnkit doctor`)."""
     if device.type == "cuda":
         ok = torch.cuda.is_bf16_supported()
         return ok, f"{torch.cuda.get_device_name(device)} {'supports' if ok else 'does not support'} bf16"
-    try:
-        words = set(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").split())
-    except OSError:
+    if not cpu_flags():
         return False, "CPU flags unknown (no /proc/cpuinfo)"
-    found = [flag for flag in CPU_BF16_FLAGS if flag in words]
+    cap = _onednn_cap(os.environ)
+    if cap in ONEDNN_ISAS_WITHOUT_BF16:
+        return False, f"ONEDNN_MAX_CPU_ISA={cap} leaves oneDNN no bf16 instructions"
+    found = [flag for flag in CPU_BF16_FLAGS if flag in cpu_flags()]
     return bool(found), f"this CPU has {', '.join(found)}" if found else "this CPU has no AVX512-BF16 or AMX"
+
+
+def int8_dot_products(environ: Mapping[str, str] = os.environ) -> tuple[bool, str]:
+    """Whether oneDNN's int8 GEMMs may use VNNI here (the CPU has it and ONEDNN_MAX_CPU_ISA does not cap it
+    away), and why: without VNNI their 16-bit intermediate sums saturate (docs/deployment.md, int8)."""
+    cap = _onednn_cap(environ)
+    if cap in ONEDNN_ISAS_WITHOUT_VNNI:
+        return False, f"ONEDNN_MAX_CPU_ISA={cap} leaves oneDNN no VNNI"
+    found = [flag for flag in CPU_VNNI_FLAGS if flag in cpu_flags()]
+    return bool(found), f"this CPU has {', '.join(found)}" if found else "this CPU has no VNNI (AVX512-VNNI, AVX-VNNI or AMX)"
 
 
 @functools.cache

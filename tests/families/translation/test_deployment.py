@@ -4,6 +4,7 @@ int8 decoding; runs that cannot be exported are one error line (docs/deployment.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import random
 from pathlib import Path
 
@@ -78,8 +79,15 @@ def _export(run: Path, out: Path, fmt: str, *extra: str) -> Path:
     return out
 
 
+def _needs_ctranslate2() -> None:
+    """Skip without ctranslate2; import it as attnkit does (its GEMM backend chosen first, as it reads it on import)."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        pytest.skip("the optional ctranslate2 package (pip install 'attnkit[export]')")
+    ctranslate2_model.ctranslate2()
+
+
 def test_ctranslate2_decodes_as_attnkit(trained, tmp_path):
-    pytest.importorskip("ctranslate2", reason="the optional ctranslate2 package (pip install 'attnkit[export]')")
+    _needs_ctranslate2()
     bundle = read_bundle(_export(trained, tmp_path / "ct2", "ctranslate2"), "ctranslate2")
     translator = ctranslate2_model.load(bundle, threads=1)
     assert _attnkit(trained, 1)[:3] != ["", "", ""]  # the model learnt something
@@ -89,11 +97,17 @@ def test_ctranslate2_decodes_as_attnkit(trained, tmp_path):
 
 
 def test_ctranslate2_int8_export_loads_and_translates(trained, tmp_path):
-    pytest.importorskip("ctranslate2", reason="the optional ctranslate2 package (pip install 'attnkit[export]')")
+    """int8 keeps float32's output where CTranslate2's int8 GEMM sums in 32 bits (VNNI, or MKL, which attnkit picks on
+    CPUs without VNNI): 60 of 60 (VNNI) and 53 of 60 (AVX2, MKL) measured on this toy; oneDNN without VNNI, 16 of 60."""
+    _needs_ctranslate2()
+    backend, accurate, why = ctranslate2_model.int8_gemm()
+    if not accurate:
+        pytest.skip(f"CTranslate2's int8 GEMM here is {backend} ({why}); test_int8_isa.py checks what attnkit says of it")
     bundle = read_bundle(_export(trained, tmp_path / "ct2-int8", "ctranslate2", "--quantization", "int8"), "ctranslate2")
     assert bundle.info["engine"]["quantization"] == "int8"
     out = ctranslate2_model.translate(bundle, ctranslate2_model.load(bundle, threads=1), _lines(), bundle.decode)
     same = sum(a == b for a, b in zip(out, _attnkit(trained, bundle.decode.beam)))
+    print(f"int8 ({backend}, {why}): {same} of {len(out)} outputs as float32's")
     assert same >= 0.8 * len(out)
 
 

@@ -79,11 +79,23 @@ def cmd_translate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn_int8(quantization: str | None) -> None:
+    """Say so where CTranslate2's int8 loses accuracy on this CPU (docs/deployment.md, int8)."""
+    backend, accurate, why = ctranslate2_model.int8_gemm()
+    if quantization in ("int8", "int8_float32") and not accurate:
+        logging.getLogger("attnkit").warning(
+            "--quantization %s: on this CPU CTranslate2 multiplies int8 with %s (%s): measured %s (docs/deployment.md, int8); "
+            "unset CT2_USE_MKL to let attnkit use MKL",
+            quantization, backend, why, ctranslate2_model.INT8_ONEDNN_MEASURED,
+        )  # fmt: skip
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     if args.quantization and args.format != "ctranslate2":
         raise AttnkitError(f"--quantization {args.quantization}: only for --format ctranslate2 (ONNX graphs are exported in float32)")
     loaded = load_run(args.run, args.family, args.checkpoint)
     if args.format == "ctranslate2":
+        _warn_int8(args.quantization)
         writer = ctranslate2_model.write(loaded.model, loaded.vocabs, loaded.run.decode, args.quantization)
     else:
         writer = onnx_graphs.write(loaded.model)

@@ -31,8 +31,10 @@ more than (L2 / L1)^10 times a longer one's (1.22 times for 50 against 51 tokens
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +48,14 @@ from attnkit.families.translation.codec import Vocabs
 from attnkit.families.translation.export.bundle import Bundle, optional
 from attnkit.families.translation.translate import length_batches
 from attnkit.models.transformer import Transformer
+from attnkit.precision import cpu_flags, cpu_model, int8_dot_products
 
 QUANTIZATIONS = {"int8": "int8", "int8_float32": "int8_float32", "bf16": "bfloat16"}  # --quantization -> CTranslate2's name
 EOS_TOKEN = "</s>"
 LENGTH_PENALTY = -10.0  # CTranslate2's cut to K keeps the earliest finished, as attnkit's does (module docstring)
+log = logging.getLogger("attnkit")
+# benchmarks/int8_bleu.py on m30k-small (test_2016, greedy), AMD EPYC capped at AVX2, and the toy of test_deployment.py
+INT8_ONEDNN_MEASURED = "78% of m30k-small's outputs as float32's (92% on MKL or VNNI), BLEU -0.05; 16 of 60 on a toy model with larger weights"
 LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, which attnkit's Transformer uses
 
 
@@ -112,7 +118,7 @@ def _stack(spec: Any, embedding: torch.nn.Embedding, positions: torch.Tensor, fi
 
 def transformer_spec(model: Transformer, vocabs: Vocabs, decode: Decode) -> Any:
     """CTranslate2's `TransformerSpec` holding the weights of `model`."""
-    ct2 = optional("ctranslate2")
+    ct2 = ctranslate2()
     specs = ct2.specs.transformer_spec
     attn = model.decoder_layers[0].self_attn
     pre_norm = model.decoder_layers[0].res_self.pre_norm
@@ -145,7 +151,7 @@ def transformer_spec(model: Transformer, vocabs: Vocabs, decode: Decode) -> Any:
 def write(model: Any, vocabs: Vocabs, decode: Decode, quantization: str | None) -> Callable[[Path], dict[str, Any]]:
     """The engine writer for `bundle.write_bundle`: converts `model` into the folder it is given."""
     model = check_supported(model)
-    ct2 = optional("ctranslate2")
+    ct2 = ctranslate2()
 
     class AttnkitConverter(ct2.converters.Converter):
         def _load(self) -> Any:
@@ -158,9 +164,42 @@ def write(model: Any, vocabs: Vocabs, decode: Decode, quantization: str | None) 
     return into
 
 
+def int8_gemm(environ: Mapping[str, str] = os.environ) -> tuple[str, bool, str]:
+    """CTranslate2's int8 GEMM backend on this CPU, whether its int8 output is close to float32's, and why.
+
+    CTranslate2 multiplies int8 matrices with Intel MKL on Intel CPUs and with oneDNN elsewhere
+    (`CT2_USE_MKL` overrides). oneDNN without VNNI sums pairs of u8 x s8 products in 16 bits, which
+    saturate: measured on m30k-small (docs/deployment.md, int8), its int8 output then loses BLEU,
+    while MKL's stays within noise of float32.
+    """
+    if "avx2" not in cpu_flags():
+        return "CTranslate2's default", True, "not an x86 CPU with AVX2: int8 not measured on this kind of CPU"
+    vnni, why = int8_dot_products(environ)
+    choice = environ.get("CT2_USE_MKL", "").strip().lower()
+    mkl = choice in ("1", "true") if choice else "GenuineIntel" in cpu_model()
+    if mkl:
+        return "MKL", True, why
+    return "oneDNN", vnni, why + ("" if vnni else ": oneDNN's int8 sums saturate in 16 bits")
+
+
+def choose_gemm_backend(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Before ctranslate2 is first imported: on an x86 CPU whose oneDNN would run int8 without VNNI,
+    use MKL (CTranslate2's default on Intel CPUs), unless the user set CT2_USE_MKL."""
+    if "CT2_USE_MKL" in environ or int8_gemm(environ)[1]:
+        return
+    environ["CT2_USE_MKL"] = "1"
+    log.info("CTranslate2: Intel MKL for its GEMMs (%s; set CT2_USE_MKL=0 to keep oneDNN)", int8_gemm(environ)[2])
+
+
+def ctranslate2() -> Any:
+    """The ctranslate2 module, imported once the GEMM backend is chosen (CTranslate2 reads CT2_USE_MKL as it loads)."""
+    choose_gemm_backend()
+    return optional("ctranslate2")
+
+
 def load(bundle: Bundle, compute_type: str = "default", threads: int = 0) -> Any:
     """A `ctranslate2.Translator` on the CPU for the export folder (`compute_type`: default, float32, int8, ...)."""
-    ct2 = optional("ctranslate2")
+    ct2 = ctranslate2()
     return ct2.Translator(str(bundle.folder), device="cpu", compute_type=compute_type, inter_threads=1, intra_threads=threads)
 
 
