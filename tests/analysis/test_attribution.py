@@ -56,3 +56,14 @@ def test_too_few_steps_fail_the_check_with_one_line():
     with pytest.raises(AttnkitError, match=r"integrated gradients: .* at 1 steps: use more steps"):
         integrated_gradients(f, x, steps=1)
     assert integrated_gradients(f, x, steps=1, check=False).relative_error > 0.01
+
+
+def test_default_steps_double_until_complete():
+    # tanh(k (sum(x) - 1)) along the path from 0 to x (sum 2) is a step at the midpoint, sharper with k:
+    # measured relative errors at 50 / 100 / 200 points: k = 40: 29% / 1.2% / 0.001%, so the check passes at 200.
+    f = lambda e: torch.tanh(40 * (e.sum(dim=(-2, -1)) - 1.0))  # noqa: E731
+    x = torch.full((2, 2), 0.5)
+    got = integrated_gradients(f, x)
+    assert got.steps == 200 and got.relative_error < 0.01
+    with pytest.raises(AttnkitError, match="at 100 steps"):
+        integrated_gradients(f, x, steps=100)

@@ -23,7 +23,7 @@ from attnkit.errors import AttnkitError
 
 def kendall_tau(x: Tensor, y: Tensor) -> float:
     """Kendall's tau-b of two score vectors of the same length n >= 2 (NaN if either is constant)."""
-    x, y = torch.as_tensor(x, dtype=torch.float64).reshape(-1), torch.as_tensor(y, dtype=torch.float64).reshape(-1)
+    x, y = (torch.as_tensor(v).detach().to(torch.float64).reshape(-1) for v in (x, y))
     if x.numel() != y.numel() or x.numel() < 2:
         raise AttnkitError(f"Kendall tau: needs two vectors of one length >= 2, got {x.numel()} and {y.numel()}")
     n = x.numel()
