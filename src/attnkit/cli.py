@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from attnkit import __version__
-from attnkit.commands import data, doctor, explore, sweep, training
+from attnkit.commands import analysis, data, doctor, explore, sweep, training
 from attnkit.commands.training import PRESETS
 from attnkit.errors import AttnkitError
 
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add(sub)
     explore.add_evaluate(sub, FAMILIES)
     explore.add(sub)
+    analysis.add(sub)
     data.add(sub)
     doctor.add(sub)
     for family in FAMILIES.values():

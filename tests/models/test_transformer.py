@@ -149,3 +149,47 @@ def test_learned_positions_and_dropout_train_mode():
     assert not torch.allclose(a, b)  # dropout active in training
     model.eval()
     torch.testing.assert_close(model(src, src_keep, tgt_in), model(src, src_keep, tgt_in))
+
+
+def test_head_mask_of_ones_leaves_logits_unchanged_and_a_zero_changes_them():
+    # Michel et al.'s gates: all ones is the unmasked model; one head set to 0 changes the output.
+    from attnkit.models.transformer import HeadMask
+
+    model = make()
+    src, src_keep, tgt_in = batch()
+    ones = torch.ones(2, 4)  # (L, H)
+    ref = model(src, src_keep, tgt_in)
+    assert torch.equal(model(src, src_keep, tgt_in, HeadMask(ones, ones, ones)), ref)
+    for kind in ("encoder", "decoder_self", "cross"):
+        gates = ones.clone()
+        gates[1, 2] = 0.0
+        assert not torch.allclose(model(src, src_keep, tgt_in, HeadMask(**{kind: gates})), ref, atol=1e-4), kind
+
+
+def test_head_mask_zero_equals_zeroing_that_heads_value_rows():
+    # Gating head h's output by 0 is the same as zeroing its slice of W^O's input: check through the attention module.
+    from attnkit.attention.multihead import MultiHeadAttention
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).eval()
+    x = torch.randn(2, 5, 16)
+    gates = torch.tensor([1.0, 0.0, 1.0, 1.0])
+    got, _ = mha(x, x, x, head_mask=gates)
+    with torch.no_grad():
+        mha.out_proj.weight[:, 4:8] = 0.0  # the columns that head 1's context feeds
+    expected, _ = mha(x, x, x)
+    assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_head_mask_in_cached_decoding_matches_the_teacher_forced_pass():
+    from attnkit.models.transformer import HeadMask
+
+    model = make()
+    src, src_keep, tgt_in = batch(B=2)
+    g = torch.Generator().manual_seed(3)
+    mask = HeadMask(torch.rand(2, 4, generator=g), torch.rand(2, 4, generator=g), torch.rand(2, 4, generator=g))
+    full = model(src, src_keep, tgt_in, mask)  # (B, T, V)
+    state = model.init_state(model.encode(src, src_keep, head_mask=mask), src_keep)
+    for t in range(tgt_in.size(1)):
+        logits, state, _ = model.step(tgt_in[:, t : t + 1], state, head_mask=mask)
+        assert torch.allclose(logits, full[:, t], atol=1e-5)

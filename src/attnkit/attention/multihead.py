@@ -13,6 +13,10 @@ Decoding state is a value, not module state: ``project_kv`` returns a ``KVCache`
 takes one, so ``forward(q, k, v) == attend(q, project_kv(k, v))``, a decoder step is
 ``cache = cache.append(mha.project_kv(x_t, x_t)); context, weights = mha.attend(x_t, cache, mask)``,
 and cross-attention projects the encoder memory once.
+
+``head_mask`` (Michel et al., 2019, "Are Sixteen Heads Really Better than One?", sec. 2.3) gates
+each head's output before the Concat: head_i -> xi_i head_i, xi of shape ``(H,)`` or ``(B, H)``.
+0 removes a head, 1 leaves it; a mask that requires grad gives the head-importance gradients.
 """
 
 from __future__ import annotations
@@ -113,7 +117,9 @@ class MultiHeadAttention(nn.Module):
             if lin.bias is not None:
                 nn.init.zeros_(lin.bias)
 
-    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *, need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *, need_weights: bool = True, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to ``keys``/``values``; equals ``attend(query, project_kv(keys, values))``.
 
         Self-attention (``query is keys is values``) uses one fused projection.
@@ -124,15 +130,16 @@ class MultiHeadAttention(nn.Module):
             values: ``(B, S, Dv)``.
             mask: boolean keep-mask ``(B, T|1, S)``, ``(T, S)`` or ``(B, H|1, T|1, S)``.
             need_weights: ``False`` uses ``F.scaled_dot_product_attention`` and returns ``None``.
+            head_mask: per-head gate ``(H,)`` or ``(B, H)`` on the heads' outputs, or ``None``.
 
         Returns:
             context ``(B, T, D)`` and weights ``(B, H, T, S)`` (or ``None``).
         """
         if query is keys and keys is values and self._fusable:
             q, k, v = self._project_qkv(query)  # (B, H, T, E) each
-            return self._attend_heads(q, KVCache(k, v), mask, need_weights)  # (B, T, D), (B, H, T, S)
+            return self._attend_heads(q, KVCache(k, v), mask, need_weights, head_mask)  # (B, T, D), (B, H, T, S)
         kv = self.project_kv(keys, values)  # k, v (B, H, S, E)
-        return self.attend(query, kv, mask, need_weights=need_weights)  # (B, T, D), (B, H, T, S)
+        return self.attend(query, kv, mask, need_weights=need_weights, head_mask=head_mask)  # (B, T, D), (B, H, T, S)
 
     @property
     def _fusable(self) -> bool:
@@ -162,7 +169,9 @@ class MultiHeadAttention(nn.Module):
         v = split_heads(self.v_proj(values), self.n_heads)  # (B, H, S, E)
         return KVCache(k, v)
 
-    def attend(self, query: Tensor, kv: KVCache, mask: Tensor | None = None, *, need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
+    def attend(
+        self, query: Tensor, kv: KVCache, mask: Tensor | None = None, *, need_weights: bool = True, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to already projected keys and values.
 
         Args:
@@ -170,12 +179,13 @@ class MultiHeadAttention(nn.Module):
             kv: ``KVCache`` with k and v ``(B, H, S, E)``.
             mask: boolean keep-mask ``(B, T|1, S)``, ``(T, S)`` or ``(B, H|1, T|1, S)``.
             need_weights: ``False`` uses ``F.scaled_dot_product_attention`` and returns ``None``.
+            head_mask: per-head gate ``(H,)`` or ``(B, H)`` on the heads' outputs, or ``None``.
 
         Returns:
             context ``(B, T, D)`` and weights ``(B, H, T, S)`` (or ``None``).
         """
         q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, T, E)
-        return self._attend_heads(q, kv, mask, need_weights)  # (B, T, D), (B, H, T, S)
+        return self._attend_heads(q, kv, mask, need_weights, head_mask)  # (B, T, D), (B, H, T, S)
 
     def _project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention projections as one matmul over the stacked W^Q, W^K, W^V."""
@@ -191,9 +201,11 @@ class MultiHeadAttention(nn.Module):
         widths = [self.n_heads * self.d_k] * (parts - 1) + [self.n_heads * self.d_v]
         return tuple(split_heads(x, self.n_heads) for x in fused.split(widths, dim=-1))  # (B, H, T, E|Ev)
 
-    def _attend_heads(self, q: Tensor, kv: KVCache, mask: Tensor | None, need_weights: bool) -> tuple[Tensor, Tensor | None]:
-        """Eq. 1 per head, then Concat and W^O."""
+    def _attend_heads(self, q: Tensor, kv: KVCache, mask: Tensor | None, need_weights: bool, head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """Eq. 1 per head, then the head gates (if any), Concat and W^O."""
         p = self.dropout if self.training else 0.0
         mask = _head_mask(mask)  # (B, 1, T|1, S) or as given
         context, weights = scaled_dot_product_attention(q, kv.k, kv.v, mask, p, need_weights)  # (B, H, T, E)
+        if head_mask is not None:
+            context = context * head_mask.to(context.dtype)[..., :, None, None]  # (B, H, T, E)
         return self.out_proj(merge_heads(context)), weights  # (B, T, D), (B, H, T, S)

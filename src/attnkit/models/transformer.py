@@ -11,6 +11,9 @@ projection share one matrix when the vocabulary is joint.
 Decoding follows the protocol in docs/conventions.md: `encode`, `init_state`, `step`. The state
 holds each decoder layer's self-attention keys/values (growing one position a step) and its
 cross-attention keys/values (computed once).
+
+`HeadMask` gates each head's output per layer (Michel et al. 2019, sec. 2.3): `forward`, `encode`,
+`decode` and `step` take one; None (the default) runs exactly the unmasked model.
 """
 
 from __future__ import annotations
@@ -73,10 +76,10 @@ class EncoderLayer(nn.Module):
         self.res_attn = Residual(d_model, dropout, pre_norm)
         self.res_ffn = Residual(d_model, dropout, pre_norm)
 
-    def forward(self, x: Tensor, keep: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """x (B, S, D), keep (B, 1, 1, S) -> (x (B, S, D), weights (B, H, S, S) or None)."""
+    def forward(self, x: Tensor, keep: Tensor, need_weights: bool = False, head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """x (B, S, D), keep (B, 1, 1, S), head_mask (H,) or None -> (x (B, S, D), weights (B, H, S, S) or None)."""
         h = self.res_attn.inner(x)  # (B, S, D)
-        a, weights = self.self_attn(h, h, h, keep, need_weights=need_weights)  # (B, S, D)
+        a, weights = self.self_attn(h, h, h, keep, need_weights=need_weights, head_mask=head_mask)  # (B, S, D)
         x = self.res_attn.outer(x, a)  # (B, S, D)
         x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))  # (B, S, D)
         return x, weights
@@ -88,6 +91,20 @@ class LayerAttention:
 
     self_attn: Tensor | None
     cross_attn: Tensor | None
+
+
+@dataclass
+class HeadMask:
+    """Per-layer head gates (Michel et al. 2019): each head's output times its entry; None leaves a kind ungated."""
+
+    encoder: Tensor | None = None  # (L_enc, H)
+    decoder_self: Tensor | None = None  # (L_dec, H)
+    cross: Tensor | None = None  # (L_dec, H)
+
+    @staticmethod
+    def row(mask: Tensor | None, layer: int) -> Tensor | None:
+        """Layer `layer`'s gates (H,), or None."""
+        return None if mask is None else mask[layer]
 
 
 class DecoderLayer(nn.Module):
@@ -110,6 +127,7 @@ class DecoderLayer(nn.Module):
         cross_keep: Tensor,
         need_self_weights: bool = False,
         need_cross_weights: bool = False,
+        gates: tuple[Tensor | None, Tensor | None] = (None, None),
     ) -> tuple[Tensor, KVCache | None, LayerAttention]:
         """Run the layer on T new positions of R = B*K rows, K consecutive rows per sentence.
 
@@ -119,6 +137,7 @@ class DecoderLayer(nn.Module):
             cross_kv: projected encoder memory (B, H, S, E), shared by the K rows of a sentence.
             self_keep: causal keep-mask broadcastable to (R, 1, T, T0 + T), or None (single step).
             cross_keep: source keep-mask (B, 1, 1, S).
+            gates: head gates (H,) of the self and the cross attention, or None each.
 
         Returns:
             x (R, T, D), the self-attention cache extended by T positions (None for a full pass),
@@ -127,17 +146,17 @@ class DecoderLayer(nn.Module):
         h = self.res_self.inner(x)  # (R, T, D)
         if self_kv is None:  # full teacher-forced pass: one fused Q/K/V projection
             kv = None
-            a, self_w = self.self_attn(h, h, h, self_keep, need_weights=need_self_weights)  # (R, T, D)
+            a, self_w = self.self_attn(h, h, h, self_keep, need_weights=need_self_weights, head_mask=gates[0])  # (R, T, D)
         else:
             kv = self_kv.append(self.self_attn.project_kv(h, h))  # (R, H, T0 + T, E)
-            a, self_w = self.self_attn.attend(h, kv, self_keep, need_weights=need_self_weights)  # (R, T, D)
+            a, self_w = self.self_attn.attend(h, kv, self_keep, need_weights=need_self_weights, head_mask=gates[0])  # (R, T, D)
         x = self.res_self.outer(x, a)  # (R, T, D)
-        a, cross_w = self._cross_attend(self.res_cross.inner(x), cross_kv, cross_keep, need_cross_weights)  # (R, T, D)
+        a, cross_w = self._cross_attend(self.res_cross.inner(x), cross_kv, cross_keep, need_cross_weights, gates[1])  # (R, T, D)
         x = self.res_cross.outer(x, a)  # (R, T, D)
         x = self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))  # (R, T, D)
         return x, kv, LayerAttention(self_w, cross_w)
 
-    def _cross_attend(self, h: Tensor, kv: KVCache, keep: Tensor, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+    def _cross_attend(self, h: Tensor, kv: KVCache, keep: Tensor, need_weights: bool, head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Encoder-decoder attention where the K beams of a sentence share its memory.
 
         The T queries of each of the K rows become K*T queries of their sentence, so the memory's
@@ -145,7 +164,7 @@ class DecoderLayer(nn.Module):
         """
         R, T, D = h.shape
         B = kv.k.size(0)
-        a, w = self.cross_attn.attend(h.reshape(B, -1, D), kv, keep, need_weights=need_weights)  # (B, K*T, D)
+        a, w = self.cross_attn.attend(h.reshape(B, -1, D), kv, keep, need_weights=need_weights, head_mask=head_mask)  # (B, K*T, D)
         if w is not None:  # (B, H, K*T, S) -> (R, H, T, S)
             H, S = w.size(1), w.size(-1)
             w = w.view(B, H, R // B, T, S).transpose(1, 2).reshape(R, H, T, S)
@@ -245,16 +264,17 @@ class Transformer(nn.Module):
             self.output = nn.Linear(self.d_model, self.tgt_embed.num_embeddings, bias=False)
             self.output.weight = nn.Parameter(self.tgt_embed.weight.detach().clone())
 
-    def encode(self, src: Tensor, src_keep: Tensor, need_weights: bool = False) -> Tensor:
+    def encode(self, src: Tensor, src_keep: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None) -> Tensor:
         """src (B, S), src_keep (B, S) -> memory (B, S, D)."""
-        return self._encode(src, src_keep, need_weights)[0]
+        return self._encode(src, src_keep, need_weights, head_mask)[0]
 
-    def _encode(self, src: Tensor, src_keep: Tensor, need_weights: bool) -> tuple[Tensor, list[Tensor]]:
+    def _encode(self, src: Tensor, src_keep: Tensor, need_weights: bool, head_mask: HeadMask | None = None) -> tuple[Tensor, list[Tensor]]:
         keep = src_keep[:, None, None, :]  # (B, 1, 1, S)
         x = self.embed(src, self.src_embed)  # (B, S, D)
+        gates = None if head_mask is None else head_mask.encoder  # (L, H) or None
         maps = []
-        for layer in self.encoder_layers:
-            x, w = layer(x, keep, need_weights)  # (B, S, D)
+        for i, layer in enumerate(self.encoder_layers):
+            x, w = layer(x, keep, need_weights, HeadMask.row(gates, i))  # (B, S, D)
             maps.append(w)
         return self.encoder_norm(x), maps  # (B, S, D)
 
@@ -262,7 +282,7 @@ class Transformer(nn.Module):
         return [layer.cross_attn.project_kv(memory, memory) for layer in self.decoder_layers]
 
     def decode(
-        self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False, inputs: Tensor | None = None
+        self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False, inputs: Tensor | None = None, head_mask: HeadMask | None = None
     ) -> tuple[Tensor, list[LayerAttention]]:
         """Teacher-forced decoder pass: tgt_in (B, T) -> (features (B, T, D), per-layer weights).
 
@@ -273,19 +293,19 @@ class Transformer(nn.Module):
         cross_keep = src_keep[:, None, None, :]  # (B, 1, 1, S)
         x = self.embed(tgt_in, self.tgt_embed, inputs=inputs)  # (B, T, D)
         maps = []
-        for layer, kv in zip(self.decoder_layers, self._cross_kv(memory)):
-            x, _, w = layer(x, None, kv, self_keep, cross_keep, need_weights, need_weights)  # (B, T, D)
+        for i, (layer, kv) in enumerate(zip(self.decoder_layers, self._cross_kv(memory))):
+            x, _, w = layer(x, None, kv, self_keep, cross_keep, need_weights, need_weights, _decoder_gates(head_mask, i))  # (B, T, D)
             maps.append(w)
         return self.decoder_norm(x), maps  # (B, T, D)
 
-    def features(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> Tensor:
+    def features(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor, head_mask: HeadMask | None = None) -> Tensor:
         """Teacher forcing up to the output projection: -> decoder features (B, T, D)."""
-        memory = self.encode(src, src_keep)  # (B, S, D)
-        return self.decode(tgt_in, memory, src_keep)[0]  # (B, T, D)
+        memory = self.encode(src, src_keep, head_mask=head_mask)  # (B, S, D)
+        return self.decode(tgt_in, memory, src_keep, head_mask=head_mask)[0]  # (B, T, D)
 
-    def forward(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> Tensor:
+    def forward(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor, head_mask: HeadMask | None = None) -> Tensor:
         """Teacher forcing: src (B, S), src_keep (B, S), tgt_in (B, T) -> logits (B, T, V)."""
-        return self.logits(self.features(src, src_keep, tgt_in))  # (B, T, V)
+        return self.logits(self.features(src, src_keep, tgt_in, head_mask))  # (B, T, V)
 
     def attentions(self, src: Tensor, src_keep: Tensor, tgt_in: Tensor) -> AttentionMaps:
         """All attention maps of a teacher-forced pass (for plots): per layer (B, H, Tq, Tk)."""
@@ -305,13 +325,16 @@ class Transformer(nn.Module):
             position=0,
         )
 
-    def step(self, prev_tokens: Tensor, state: TransformerState, inputs: Tensor | None = None) -> tuple[Tensor, TransformerState, Tensor]:
+    def step(
+        self, prev_tokens: Tensor, state: TransformerState, inputs: Tensor | None = None, head_mask: HeadMask | None = None
+    ) -> tuple[Tensor, TransformerState, Tensor]:
         """One decoding step.
 
         Args:
             prev_tokens: (B, 1) the previous output token (BOS first).
             state: from `init_state` or the previous step.
             inputs: (B, 1, D) added to the target embedding, as in `decode` (or None).
+            head_mask: the decoder's head gates (its `encoder` field applies in `encode`), or None.
 
         Returns:
             logits (B, V) (searches normalise them), the new state, and the last layer's
@@ -321,8 +344,15 @@ class Transformer(nn.Module):
         new_kv = []
         last = len(self.decoder_layers) - 1
         for i, (layer, self_kv, cross_kv) in enumerate(zip(self.decoder_layers, state.self_kv, state.cross_kv)):
-            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_cross_weights=i == last)
+            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_cross_weights=i == last, gates=_decoder_gates(head_mask, i))
             new_kv.append(kv)
         logits = self.logits(self.decoder_norm(x[:, -1]))  # (B, V)
         attn = w.cross_attn.mean(dim=1)[:, -1]  # (B, S)
         return logits, TransformerState(new_kv, state.cross_kv, state.src_keep, state.position + 1), attn
+
+
+def _decoder_gates(head_mask: HeadMask | None, layer: int) -> tuple[Tensor | None, Tensor | None]:
+    """Decoder layer `layer`'s (self, cross) head gates (H,) each, or None each."""
+    if head_mask is None:
+        return None, None
+    return HeadMask.row(head_mask.decoder_self, layer), HeadMask.row(head_mask.cross, layer)

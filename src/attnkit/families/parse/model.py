@@ -30,7 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit.decode.beam_state import per_sentence
-from attnkit.models.transformer import Transformer, TransformerState
+from attnkit.models.transformer import HeadMask, Transformer, TransformerState
 
 
 @dataclass
@@ -79,10 +79,12 @@ class Parser(Transformer):
         p = self.pointers(tgt_in, src_keep)  # (B, T)
         return self.pointer(memory).gather(1, p[..., None].expand(-1, -1, memory.size(-1)))  # (B, T, D)
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False, inputs: Tensor | None = None) -> tuple[Tensor, list]:
+    def decode(
+        self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False, inputs: Tensor | None = None, head_mask: HeadMask | None = None
+    ) -> tuple[Tensor, list]:
         """The Transformer's teacher-forced decoder pass with the word pointer's inputs."""
         inputs = self.word_inputs(memory, src_keep, tgt_in) if inputs is None else inputs  # (B, T, D)
-        return super().decode(tgt_in, memory, src_keep, need_weights, inputs)
+        return super().decode(tgt_in, memory, src_keep, need_weights, inputs, head_mask)
 
     def init_state(self, memory: Tensor, src_keep: Tensor) -> ParserState | TransformerState:  # type: ignore[override]
         """The Transformer's state, and with the pointer W_p h once per sentence and no leaves written."""

@@ -1,0 +1,72 @@
+"""`attnkit heads`: what each head looks at over a text file (docs/analysis.md).
+
+Generic over families: it asks the run's family for its attention views (as `plot` does) and
+keeps the square self-attention ones (a translation's `encoder` and `decoder_self`; cross
+attention and the classifier's hops have no positions to compare), one `HeadStats` per kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, positive_int, read_input
+from attnkit.errors import AttnkitError
+
+SEPARATORS = ("</s>", "[SEP]")
+
+
+def head_statistics_of_run(loaded, lines: list[str], separators: list[str], beam: int = 1) -> dict:
+    """Head statistics of each square self-attention kind of `loaded`'s outputs for `lines`: kind -> HeadStats."""
+    from attnkit.analysis.heads import HeadStats
+    from attnkit.families.protocol import ExploreOptions
+
+    options = ExploreOptions(loaded.run.decode.with_overrides(beam=beam, nbest=1))
+    stats: dict[str, HeadStats] = {}
+    for views in loaded.family.views(loaded, lines, options):
+        for view in views:
+            if len(view.rows) != len(view.cols) or view.layers[0].size(-1) != view.layers[0].size(-2):
+                continue
+            if view.kind not in stats:
+                stats[view.kind] = HeadStats(len(view.layers), view.layers[0].size(0), frozenset(separators))
+            stats[view.kind].add(view.layers, view.cols)
+    if not stats:
+        raise AttnkitError(f"{loaded.folder}: the model has no self-attention over positions (head statistics need square maps)")
+    return stats
+
+
+def cmd_heads(args: argparse.Namespace) -> int:
+    from attnkit.families import load_run
+    from attnkit.io import atomic_write_text
+    from attnkit.viz.heads import plot_head_grid
+
+    lines = [line for line in read_input(args.input) if line]
+    if not lines:
+        raise AttnkitError(f"{args.input or '<stdin>'}: no sentences")
+    loaded = load_run(args.run, args.checkpoint, dtype=DTYPES[args.dtype])
+    stats = head_statistics_of_run(loaded, lines, args.separators, args.beam)
+    out = Path(args.out)
+    doc = {"run": str(args.run), "input": args.input, "kinds": {kind: s.to_json() for kind, s in stats.items()}}
+    atomic_write_text(out / "heads.json", json.dumps(doc, indent=1) + "\n")
+    for kind, s in stats.items():
+        plot_head_grid(s.means(), out / f"heads-{kind}.png", title=f"{Path(args.run).name}: {kind}, {s.sentences} sentences")
+    print(f"wrote {out / 'heads.json'} and {len(stats)} grid plots ({', '.join(stats)}) for {len(lines)} sentences")
+    return 0
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "heads",
+        help="per-head attention statistics over a text file (JSON and a layers x heads plot)",
+        description="Per layer and head: entropy, mean attended distance, and the share of attention on the first token, "
+        "the separator/end token, punctuation, the previous and the next token (Clark et al. 2019; docs/analysis.md).",
+    )
+    p.add_argument("run", help="run folder")
+    p.add_argument("--input", help="one sentence a line (default: stdin)")
+    p.add_argument("--out", required=True, help="folder for heads.json and heads-KIND.png")
+    p.add_argument("--beam", type=positive_int, default=1, help="beam size of the decoded outputs (default 1: greedy)")
+    p.add_argument("--separators", nargs="+", default=list(SEPARATORS), help=f"separator/end tokens (default: {' '.join(SEPARATORS)})")
+    add_checkpoint(p)
+    add_dtype(p)
+    p.set_defaults(func=cmd_heads)

@@ -1,0 +1,69 @@
+"""Input x gradient and integrated gradients on embeddings (captum), and the completeness check."""
+
+import pytest
+import torch
+
+from attnkit.analysis.attribution import STEPS, input_x_gradient, integrated_gradients
+from attnkit.errors import AttnkitError
+
+pytest.importorskip("captum")
+
+
+def small_network(seed=0, D=8):
+    """A nonlinear score of (N, T, D) embeddings: a tanh MLP per token, attention-pooled, one logit."""
+    torch.manual_seed(seed)
+    w1, w2, q = torch.randn(D, 16), torch.randn(16), torch.randn(D)
+
+    def f(x):  # (N, T, D) -> (N,)
+        alpha = torch.softmax(x @ q, dim=-1)  # (N, T)
+        h = torch.tanh(x @ w1) @ w2  # (N, T)
+        return (alpha * h).sum(dim=-1)  # (N,)
+
+    return f
+
+
+def test_input_x_gradient_of_a_linear_score_is_x_times_w():
+    w = torch.tensor([1.0, -2.0, 0.5])
+    x = torch.tensor([[1.0, 1.0, 1.0], [2.0, 0.0, -4.0]])  # (T=2, D=3)
+    got = input_x_gradient(lambda e: (e @ w).sum(dim=-1), x)
+    assert torch.allclose(got.scores, torch.tensor([1 - 2 + 0.5, 2 - 2.0]))
+    assert got.f_input == pytest.approx(-0.5 + 0.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_integrated_gradients_completeness_within_one_percent(seed):
+    f = small_network(seed)
+    x = torch.randn(5, 8, generator=torch.Generator().manual_seed(seed + 10))  # (T, D)
+    got = integrated_gradients(f, x)
+    assert got.steps == STEPS and got.scores.shape == (5,)
+    target = f(x[None]).item() - f(torch.zeros(1, 5, 8)).item()
+    assert got.scores.sum().item() == pytest.approx(target, rel=0.01)
+    assert got.relative_error < 0.01
+
+
+def test_integrated_gradients_of_a_linear_score_equals_input_x_gradient():
+    # For f linear, IG with a zero baseline is exactly x * w.
+    w = torch.tensor([1.0, -2.0, 0.5])
+    f = lambda e: (e @ w).sum(dim=-1)  # noqa: E731
+    x = torch.tensor([[1.0, 1.0, 1.0], [2.0, 0.0, -4.0]])
+    assert torch.allclose(integrated_gradients(f, x).scores, input_x_gradient(f, x).scores, atol=1e-5)
+
+
+def test_too_few_steps_fail_the_check_with_one_line():
+    # A sharply curved score: 1 Gauss-Legendre point misses the integral by far more than 1%.
+    f = lambda e: (e**4).sum(dim=(-2, -1))  # noqa: E731
+    x = torch.full((2, 2), 1.5)
+    with pytest.raises(AttnkitError, match=r"integrated gradients: .* at 1 steps: use more steps"):
+        integrated_gradients(f, x, steps=1)
+    assert integrated_gradients(f, x, steps=1, check=False).relative_error > 0.01
+
+
+def test_default_steps_double_until_complete():
+    # tanh(k (sum(x) - 1)) along the path from 0 to x (sum 2) is a step at the midpoint, sharper with k:
+    # measured relative errors at 50 / 100 / 200 points: k = 40: 29% / 1.2% / 0.001%, so the check passes at 200.
+    f = lambda e: torch.tanh(40 * (e.sum(dim=(-2, -1)) - 1.0))  # noqa: E731
+    x = torch.full((2, 2), 0.5)
+    got = integrated_gradients(f, x)
+    assert got.steps == 200 and got.relative_error < 0.01
+    with pytest.raises(AttnkitError, match="at 100 steps"):
+        integrated_gradients(f, x, steps=100)

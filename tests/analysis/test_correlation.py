@@ -1,0 +1,37 @@
+"""Kendall's tau-b against hand-counted pairs."""
+
+import math
+
+import pytest
+import torch
+
+from attnkit.analysis.correlation import kendall_tau
+from attnkit.errors import AttnkitError
+
+
+def test_identical_and_reversed_orders():
+    x = torch.tensor([0.1, 0.4, 0.2, 0.9])
+    assert kendall_tau(x, x * 3 + 1) == pytest.approx(1.0)
+    assert kendall_tau(x, -x) == pytest.approx(-1.0)
+
+
+def test_discordant_pairs_counted_by_hand():
+    # x = 1..5, y = [3, 1, 2, 5, 4]: of the 10 pairs, (0,1), (0,2) and (3,4) are discordant, 7 concordant:
+    # tau = (7 - 3) / 10 = 0.4.
+    assert kendall_tau(torch.tensor([1.0, 2, 3, 4, 5]), torch.tensor([3.0, 1, 2, 5, 4])) == pytest.approx(0.4)
+
+
+def test_ties_use_the_tau_b_denominator():
+    # x = [1, 2, 2, 3], y = [1, 3, 2, 4]: pair (1,2) is tied in x; the other 5 pairs are concordant.
+    # n0 = 6, n1 = 1, n2 = 0: tau_b = 5 / sqrt(5 * 6) = 0.912870929... (scipy.stats.kendalltau gives the same).
+    got = kendall_tau(torch.tensor([1.0, 2, 2, 3]), torch.tensor([1.0, 3, 2, 4]))
+    assert got == pytest.approx(5 / math.sqrt(30))
+    # Ties in both: x = [1, 1, 2, 2], y = [1, 2, 2, 3]. Pairs: (0,1) x-tie; (0,2) c; (0,3) c; (1,2) y-tie; (1,3) c; (2,3) x-tie.
+    # n_c = 3, n_d = 0, n1 = 2, n2 = 1: 3 / sqrt(4 * 5).
+    assert kendall_tau(torch.tensor([1.0, 1, 2, 2]), torch.tensor([1.0, 2, 2, 3])) == pytest.approx(3 / math.sqrt(20))
+
+
+def test_constant_vector_is_nan_and_bad_lengths_raise():
+    assert math.isnan(kendall_tau(torch.ones(3), torch.tensor([1.0, 2, 3])))
+    with pytest.raises(AttnkitError, match="one length"):
+        kendall_tau(torch.ones(3), torch.ones(4))
