@@ -28,6 +28,7 @@ from attnkit.families.translation.model import build
 from attnkit.families.translation.prepare import prepare_translation
 from attnkit.families.translation.translate import detokenize, search_ids
 from attnkit.models.losses import label_smoothed_nll
+from attnkit.models.transformer import Transformer
 from attnkit.precision import autocast
 
 
@@ -79,6 +80,8 @@ def batch_loss(model: nn.Module, batch: Batch, epsilon: float, **forcing: float)
     """
     features = model.features(batch.src, batch.src_keep, batch.tgt_in, **forcing)  # (B, T, D)
     keep = batch.tgt_out != PAD  # (B, T)
+    if isinstance(model, Transformer) and model.final_logits_bias is not None:  # imported Marian models: logits with their bias
+        return label_smoothed_nll(model.logits(features[keep]), batch.tgt_out[keep], epsilon=epsilon, ignore_index=PAD)
     return label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
 
 
