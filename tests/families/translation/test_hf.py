@@ -237,3 +237,53 @@ def test_missing_transformers_is_one_line(trained_post: Path, tmp_path: Path, ca
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers -> ImportError
     assert main(["export", str(trained_post), "--format", "hf", "--out", str(tmp_path / "hf")]) == 2
     assert capsys.readouterr().err.strip() == "attnkit: error: transformers is not installed: pip install 'attnkit[hf]'"
+
+
+def _finetune_config(tmp_path: Path, model: str = "") -> Path:
+    """A config that names word-for-word English->German pairs of the test words; no model section (it comes from --init)."""
+    mapping = dict(zip(SRC_WORDS, TGT_WORDS))
+    for name, seed, n in (("train", 11, 400), ("valid", 12, 40)):
+        src = _sentences(SRC_WORDS, seed, n)
+        (tmp_path / f"{name}.en").write_text("".join(f"{s}\n" for s in src), encoding="utf-8")
+        (tmp_path / f"{name}.de").write_text("".join(" ".join(mapping[w] for w in s.split()) + "\n" for s in src), encoding="utf-8")
+    config = tmp_path / "finetune.yaml"
+    config.write_text(
+        f"""data:
+  corpus: files
+  train: {{src: {tmp_path}/train.en, tgt: {tmp_path}/train.de}}
+  valid: {{src: {tmp_path}/valid.en, tgt: {tmp_path}/valid.de}}
+{model}train: {{max_steps: 60, eval_every: 20, max_tokens: 600, schedule: {{kind: constant, lr: 0.003}}, device: cpu, precision: fp32,
+         early_stopping: loss, threads: 1}}
+decode: {{beam: 1, max_len_a: 1.0, max_len_b: 3}}
+""",
+        encoding="utf-8",
+    )
+    return config
+
+
+def _valid_losses(run: Path, key: str = "loss") -> dict[int, float]:
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    return {r["step"]: r[key] for r in records if r["kind"] == "valid"}
+
+
+def test_finetune_imported_model_with_init_and_resume(imported: Path, tmp_path: Path, capsys) -> None:
+    from safetensors.torch import load_file
+
+    config, out = _finetune_config(tmp_path), tmp_path / "tuned"
+    assert main(["train", str(config), "--out", str(out), "--init", str(imported)]) == 0
+    losses, ppl = _valid_losses(out), _valid_losses(out, "ppl")
+    # The label-smoothed loss carries a constant eps / V * 2e4 for PAD and BOS (bias -1e4, importer.NEVER): large for V = 100,
+    # 0.03 for OPUS-MT's 58k; the perplexity (NLL) has none.
+    assert sorted(losses) == [20, 40, 60] and losses[20] > losses[40] > losses[60] and ppl[60] < 0.6 * ppl[20], (losses, ppl)
+    assert (out / "init.json").is_file() and (out / "source.spm").is_file() and (out / "target.spm").is_file()
+    tuned = load_run(out, FAMILY)
+    assert tuned.run.model == load_run(imported, FAMILY).run.model  # the imported model: swish, output_bias
+    bias = load_file(str(next((imported / "checkpoints").iterdir()) / "model.safetensors"))["final_logits_bias"]
+    assert torch.equal(tuned.model.final_logits_bias, bias)  # a buffer, never trained: the imported one
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=80"]) == 0  # no --init needed
+    assert max(_valid_losses(out)) == 80
+    capsys.readouterr()
+    wrong = _finetune_config(tmp_path, model="model: {kind: transformer, d_model: 32}\n")
+    assert main(["train", str(wrong), "--out", str(tmp_path / "wrong"), "--init", str(imported)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "model.d_model: 32" in err
