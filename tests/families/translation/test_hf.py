@@ -165,7 +165,6 @@ def test_export_logits_and_greedy_match(trained_post: Path, tmp_path: Path) -> N
     theirs_ids = [[t for t in row[1:].tolist() if t != PAD] for row in generated]  # drop the decoder start and the padding
     ours_ids = [h.tokens + [EOS] * h.finished for h in hyps]
     assert ours_ids == theirs_ids
-    print("reversed", sum(ids == src[::-1] + [EOS] for ids, (src, _) in zip(ours_ids, examples)), "finished", sum(h.finished for h in hyps))
     assert sum(ids == src[::-1] + [EOS] for ids, (src, _) in zip(ours_ids, examples)) >= 40  # outputs of a trained model, ending in EOS
 
 
