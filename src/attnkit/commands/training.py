@@ -32,7 +32,8 @@ def _train_command(args: argparse.Namespace, resume: bool) -> str:
     """The `attnkit train` command line of `args`, with `--resume` or without."""
     sets = "".join(f" --set {s}" for s in args.set)
     data = f" --data {args.data}" if args.data else ""
-    return f"attnkit train {args.config} --out {args.out}{sets}{data}" + (" --resume" if resume else "")
+    init = f" --init {args.init}" if args.init and not resume else ""
+    return f"attnkit train {args.config} --out {args.out}{sets}{data}{init}" + (" --resume" if resume else "")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -46,7 +47,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     run = load_config(config_path(args.config), args.set)
     try:
         with TrainProgress(run.train) as progress:
-            state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event)
+            state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event, init=args.init)
     except WriteError as e:  # a full or read-only disk: the last checkpoint is intact, say how to go on
         resume = bool(checkpoint_dirs(args.out))
         how = "resume with" if resume else "start again with"
@@ -87,6 +88,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value, e.g. --set model.layers=6 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--data", help="folder holding the corpus (Multi30k: train.en.gz ...)")
+    p.add_argument(
+        "--init", metavar="RUN", help="start from this run's weights and tokenizer (e.g. one made by `attnkit import hf`; --resume does not need it again)"
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser(

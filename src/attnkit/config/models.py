@@ -33,6 +33,8 @@ class Transformer(Strict):
     max_positions: PositiveInt = 1024
     share_embeddings: bool = True
     tie_output: bool = True
+    activation: Literal["relu", "swish", "gelu"] = "relu"  # the FFN's; swish: OPUS-MT (Marian) models
+    output_bias: bool = False  # a fixed bias on the logits (Marian's final_logits_bias; imported models)
 
     @property
     def width(self) -> int:
@@ -71,5 +73,7 @@ def build_transformer(
         max_positions=cfg.max_positions,
         share_embeddings=cfg.share_embeddings and joint,
         tie_output=cfg.tie_output,
+        activation=cfg.activation,
+        output_bias=cfg.output_bias,
         **extra,
     )

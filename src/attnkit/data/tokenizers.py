@@ -98,17 +98,23 @@ class SentencePieceTokenizer:
     def __init__(self, model_path: str | Path) -> None:
         self.model_path = Path(model_path)
         self._processor = _load_processor(self.model_path)
-        self.kind = _model_type(self._processor.serialized_model_proto())
+        proto = self._processor.serialized_model_proto()
+        self.kind = _model_type(proto)
         if self.kind not in ("bpe", "unigram"):
             raise DataError(f"{self.model_path}: a {self.kind} SentencePiece model; expected bpe or unigram")
+        # NormalizerSpec (field 3).remove_extra_whitespaces (field 4, default true): false in attnkit's own
+        # models (lossless); true in most others (OPUS-MT's), whose text detokenize strips as MarianTokenizer does.
+        normalizer = next((value for number, value in _proto_fields(proto) if number == 3), b"")
+        self._strip = bool(next((value for number, value in _proto_fields(normalizer) if number == 4), 1))
 
     def tokenize(self, text: str) -> list[str]:
         """Encode text as SentencePiece pieces."""
         return self._processor.encode(text, out_type=str)
 
     def detokenize(self, pieces: Sequence[str]) -> str:
-        """Decode pieces back to text."""
-        return self._processor.decode_pieces(list(pieces))
+        """Decode pieces back to text; a piece the model lacks (another side's, in a shared vocabulary) keeps its text, "▁" as a space."""
+        text = self._processor.decode_pieces(list(pieces)).replace(SPACE, " ")
+        return text.strip() if self._strip else text
 
     def to_dict(self) -> dict[str, str]:
         """Return kind and the model's file name (the file itself is saved by `save_tokenizer`)."""

@@ -117,6 +117,9 @@ class Family:
     records: Callable[[Any, Sequence[str], ExploreOptions], list[dict]]  # JSON of `report` and the web UI
     views: Callable[[Any, Sequence[str], ExploreOptions], list[list[Any]]]  # `plot`: AttentionViews per line
     info: Callable[[Any], dict]  # extra fields of `GET /v1/models`
+    # (run, run_dir, data_dir, vocabs): the task encoding the data with another run's vocabularies
+    # (`attnkit train --init RUN`); None: the family's runs cannot start from another run's weights
+    init_task: Callable[[Any, Path, str | None, Any], Task] | None = None
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)

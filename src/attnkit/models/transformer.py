@@ -4,9 +4,10 @@ Encoder and decoder stacks of N layers (sec. 3.1); each sub-layer is wrapped as 
 `LayerNorm(x + Dropout(Sublayer(x)))` (post-norm), or as `x + Dropout(Sublayer(LayerNorm(x)))`
 (pre-norm, with a final LayerNorm per stack). Sub-layers: multi-head self-attention, causal
 self-attention and encoder-decoder attention (sec. 3.2), and the position-wise feed-forward network
-`FFN(x) = max(0, x W1 + b1) W2 + b2` (eq. 2). Token embeddings are scaled by sqrt(d_model) and
-summed with positional encodings (sec. 3.4, 3.5); source/target embeddings and the output
-projection share one matrix when the vocabulary is joint.
+`FFN(x) = max(0, x W1 + b1) W2 + b2` (eq. 2; `activation` swish or gelu replaces the max). Token
+embeddings are scaled by sqrt(d_model) and summed with positional encodings (sec. 3.4, 3.5);
+source/target embeddings and the output projection share one matrix when the vocabulary is joint.
+`output_bias` adds a fixed bias to the logits (Marian's `final_logits_bias`, for imported models).
 
 Decoding follows the protocol in docs/conventions.md: `encode`, `init_state`, `step`. The state
 holds each decoder layer's self-attention keys/values (growing one position a step) and its
@@ -21,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -32,20 +34,25 @@ from attnkit.decode.beam_state import per_sentence
 from attnkit.models.dropout import Dropout
 from attnkit.models.maps import AttentionMaps
 
+# The FFN's nonlinearity: the paper's ReLU, or swish (x * sigmoid(x), OPUS-MT's Marian models) or GELU.
+ACTIVATIONS = {"relu": F.relu, "swish": F.silu, "gelu": F.gelu}
+
 
 class FeedForward(nn.Module):
-    """Position-wise FFN (eq. 2): `max(0, x W1 + b1) W2 + b2`.
+    """Position-wise FFN (eq. 2): `max(0, x W1 + b1) W2 + b2` (another `activation` replaces the max).
 
     As in the paper, dropout applies to the sub-layer's output (in `Residual`), not inside the FFN.
     """
 
-    def __init__(self, d_model: int, d_ff: int) -> None:
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu") -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
+        self.activation = activation
+        self.act = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(F.relu(self.w_1(x)))  # (B, T, D)
+        return self.w_2(self.act(self.w_1(x)))  # (B, T, D)
 
 
 class Residual(nn.Module):
@@ -69,10 +76,10 @@ class Residual(nn.Module):
 
 class EncoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool,
-                 d_k: int | None = None, d_v: int | None = None) -> None:  # fmt: skip
+                 d_k: int | None = None, d_v: int | None = None, activation: str = "relu") -> None:  # fmt: skip
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout, d_k=d_k, d_v=d_v)
-        self.ffn = FeedForward(d_model, d_ff)
+        self.ffn = FeedForward(d_model, d_ff, activation)
         self.res_attn = Residual(d_model, dropout, pre_norm)
         self.res_ffn = Residual(d_model, dropout, pre_norm)
 
@@ -109,11 +116,11 @@ class HeadMask:
 
 class DecoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float, pre_norm: bool,
-                 d_k: int | None = None, d_v: int | None = None) -> None:  # fmt: skip
+                 d_k: int | None = None, d_v: int | None = None, activation: str = "relu") -> None:  # fmt: skip
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout, d_k=d_k, d_v=d_v)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout, d_k=d_k, d_v=d_v)
-        self.ffn = FeedForward(d_model, d_ff)
+        self.ffn = FeedForward(d_model, d_ff, activation)
         self.res_self = Residual(d_model, dropout, pre_norm)
         self.res_cross = Residual(d_model, dropout, pre_norm)
         self.res_ffn = Residual(d_model, dropout, pre_norm)
@@ -204,6 +211,8 @@ class Transformer(nn.Module):
         share_embeddings: bool = True,
         tie_output: bool = True,
         pad_id: int = 0,
+        activation: str = "relu",
+        output_bias: bool = False,
     ) -> None:
         super().__init__()
         if share_embeddings and src_vocab_size != tgt_vocab_size:
@@ -217,12 +226,15 @@ class Transformer(nn.Module):
         else:
             self.positions = SinusoidalPositionalEncoding(d_model)
         self.embed_dropout = Dropout(dropout)
-        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, pre_norm, d_k, d_v)
+        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, pre_norm, d_k, d_v, activation)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(decoder_layers))
         self.encoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
         self.output = None if tie_output else nn.Linear(d_model, tgt_vocab_size, bias=False)
+        # A fixed bias added to the logits (Marian's `final_logits_bias`, imported models): a buffer, not trained.
+        self.final_logits_bias: Tensor | None
+        self.register_buffer("final_logits_bias", torch.zeros(tgt_vocab_size) if output_bias else None)  # (V,)
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -248,10 +260,11 @@ class Transformer(nn.Module):
         return self.tgt_embed.weight if self.output is None else self.output.weight
 
     def logits(self, x: Tensor) -> Tensor:
-        """Decoder output (..., D) -> vocabulary logits (..., V)."""
-        if self.output is not None:
-            return self.output(x)  # (..., V)
-        return F.linear(x, self.tgt_embed.weight)  # (..., V)
+        """Decoder output (..., D) -> vocabulary logits (..., V) (+ `final_logits_bias` if the model has one)."""
+        logits = self.output(x) if self.output is not None else F.linear(x, self.tgt_embed.weight)  # (..., V)
+        if self.final_logits_bias is not None:
+            logits = logits + self.final_logits_bias.to(logits.dtype)  # (..., V)
+        return logits
 
     def untie_output(self) -> None:
         """Give the output projection its own `nn.Linear`, a copy of the tied target embedding.

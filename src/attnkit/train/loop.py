@@ -48,6 +48,7 @@ from attnkit.families.protocol import Family, Task
 from attnkit.io import atomic_write_text
 from attnkit.precision import autocast, grad_scaler, pick_device
 from attnkit.train import distributed
+from attnkit.train.init import load_init, make_task, start_from
 from attnkit.train.metrics_log import MetricsLog
 from attnkit.train.schedules import make_schedule
 from attnkit.train.state import TrainState
@@ -243,8 +244,11 @@ def train(
     resume: bool = False,
     data_dir: str | None = None,
     on_event: Callable[[str, TrainState, dict], None] | None = None,
+    init: str | None = None,
 ) -> TrainState:
     """Train `run` into `run_dir`; `on_event(kind, state, info)` reports "step" and "valid" events.
+
+    `init`: a run folder whose weights and vocabularies the run starts from (`train/init.py`).
 
     Launched by torchrun, each process trains one rank; only rank 0 reports events. Rank 0 locks
     `run_dir` before anything else (a run folder that another process holds is refused); the other
@@ -256,11 +260,11 @@ def train(
     with distributed.process_group(device) as world:
         owner = locked(run_dir, create=not resume) if world.is_main else contextlib.nullcontext()
         with owner:
-            return _train(run, run_dir, world, world.device(device), resume, data_dir, on_event)
+            return _train(run, run_dir, world, world.device(device), resume, data_dir, on_event, init)
 
 
 def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.device, resume: bool, data_dir: str | None,
-           on_event: Callable[[str, TrainState, dict], None] | None) -> TrainState:  # fmt: skip
+           on_event: Callable[[str, TrainState, dict], None] | None, init: str | None = None) -> TrainState:  # fmt: skip
     t = run.train
     if t.threads:
         torch.set_num_threads(t.threads)
@@ -268,10 +272,14 @@ def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.devi
     family = run_family_of(run)
     if world.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails here, before the data is prepared
+    run, init_vocabs, init_checkpoint = start_from(run, run_dir, family, init, resume)  # --init RUN (train/init.py)
     with world.main_first():  # rank 0 prepares the data (and tokenizers) that the others then read
-        task = family.task(run, run_dir, data_dir)
+        task = make_task(family, run, run_dir, data_dir, init_vocabs)
     _start(run, run_dir, family, task, resume, world)
-    model = task.build_model().to(device)
+    model = task.build_model()
+    if init_checkpoint is not None:
+        load_init(model, init_checkpoint, run_dir, write=world.is_main)
+    model = model.to(device)
     trainer = Trainer(run, model, device, task, world)
     state = _resume(run_dir, trainer) if resume else TrainState(world_size=world.size)
     state.interrupted = None

@@ -26,6 +26,10 @@ def _task(run: TranslationRun, run_dir: Path, data_dir: str | None) -> Translati
     return TranslationTask(run, load_data(run, run_dir, data_dir))
 
 
+def _init_task(run: TranslationRun, run_dir: Path, data_dir: str | None, vocabs: codec.Vocabs) -> TranslationTask:
+    return TranslationTask(run, load_data(run, run_dir, data_dir, vocabs))
+
+
 def _records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
     return [record(e) for e in explore(loaded, lines, options.decode, words=options.words)]
 
@@ -42,7 +46,7 @@ FAMILY = Family(
     name="translation", kinds=("transformer", "rnn"), run_schema=TranslationRun, api=API, task=_task,
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
-    records=_records, views=_views, info=_info,
+    records=_records, views=_views, info=_info, init_task=_init_task,
 )  # fmt: skip
 
 __all__ = ["FAMILY", "demo"]

@@ -18,7 +18,8 @@ from attnkit.errors import DataError
 
 @dataclass(eq=False)
 class Vocabs:
-    """Tokenizers and vocabularies of both sides (the same objects when joint).
+    """Tokenizers and vocabularies of both sides (the same vocabulary object when joint; the same
+    tokenizer too, except for imported Marian models, whose sides have a SentencePiece model each).
 
     Two `Vocabs` are equal when their vocabularies agree id for id (tokenizer objects are not
     compared): what `--resume` checks against the data.
@@ -55,7 +56,9 @@ def vocabs_from_json(info: dict[str, Any], folder: Path) -> Vocabs:
     src_vocab = Vocabulary.from_json(info["src_vocab"])
     tgt_vocab = src_vocab if info["joint"] else Vocabulary.from_json(info["tgt_vocab"])
     src_tok = load_tokenizer(info["src_tokenizer"], folder)
-    tgt_tok = src_tok if info["joint"] else load_tokenizer(info["tgt_tokenizer"], folder)
+    # One vocabulary may come with two tokenizers (an imported Marian model: source.spm, target.spm).
+    same = info["joint"] and info["tgt_tokenizer"] == info["src_tokenizer"]
+    tgt_tok = src_tok if same else load_tokenizer(info["tgt_tokenizer"], folder)
     return Vocabs(src_tok, tgt_tok, src_vocab, tgt_vocab)
 
 

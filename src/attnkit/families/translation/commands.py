@@ -15,6 +15,8 @@ from attnkit.families.protocol import add_once
 from attnkit.families.translation.evaluate import evaluate_run
 from attnkit.families.translation.export import ctranslate2_model, onnx_graphs
 from attnkit.families.translation.export.bundle import write_bundle
+from attnkit.families.translation.hf import export as hf_export
+from attnkit.families.translation.hf.importer import import_marian
 from attnkit.families.translation.translate import translate
 from attnkit.io import atomic_write_text
 from attnkit.progress import counter
@@ -42,13 +44,20 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     add_dtype(p)
     p.add_argument("--workers", type=positive_int, help="CPU: batches decoded at once, one thread each (default: the number of threads)")
     p.set_defaults(func=cmd_translate, family=family)
-    p = sub.add_parser("export", help="export a trained run to CTranslate2 or ONNX", description="Write a run's model for another engine (docs/deployment.md).")
+    p = sub.add_parser("export", help="export a trained run to CTranslate2, ONNX or Hugging Face (Marian)",
+                       description="Write a run's model for another engine (docs/deployment.md).")  # fmt: skip
     p.add_argument("run", help="run folder written by `attnkit train` or `attnkit average`")
-    p.add_argument("--format", choices=["ctranslate2", "onnx"], required=True, help="the engine to export for")
+    p.add_argument("--format", choices=["ctranslate2", "onnx", "hf"], required=True, help="the engine to export for (hf: a MarianMTModel folder)")
     p.add_argument("--out", required=True, help="the export folder to write (replaced if it holds an earlier export)")
     p.add_argument("--quantization", choices=list(ctranslate2_model.QUANTIZATIONS), help="ctranslate2: store the weights as int8 or bf16")
     add_checkpoint(p)
     p.set_defaults(func=cmd_export, family=family)
+    p = sub.add_parser("import", help="import a Hugging Face MarianMT model (OPUS-MT) as a run folder",
+                       description="Make an attnkit run folder of a MarianMT model: a local folder, or a Hub id when online (docs/deployment.md).")  # fmt: skip
+    p.add_argument("format", choices=["hf"], help="hf: a MarianMT model (config.json, model.safetensors, source.spm, target.spm, vocab.json)")
+    p.add_argument("source", help="a local folder, or a Hub id such as Helsinki-NLP/opus-mt-en-de")
+    p.add_argument("--out", required=True, help="the run folder to write (must not exist)")
+    p.set_defaults(func=cmd_import, family=family)
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
@@ -92,15 +101,23 @@ def _warn_int8(quantization: str | None) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     if args.quantization and args.format != "ctranslate2":
-        raise AttnkitError(f"--quantization {args.quantization}: only for --format ctranslate2 (ONNX graphs are exported in float32)")
+        raise AttnkitError(f"--quantization {args.quantization}: only for --format ctranslate2 (ONNX and hf exports are float32)")
     loaded = load_run(args.run, args.family, args.checkpoint)
     if args.format == "ctranslate2":
         _warn_int8(args.quantization)
         writer = ctranslate2_model.write(loaded.model, loaded.vocabs, loaded.run.decode, args.quantization)
+    elif args.format == "hf":
+        writer = hf_export.write(loaded)
     else:
         writer = onnx_graphs.write(loaded.model)
     out = write_bundle(args.out, args.format, loaded, writer)
     logging.getLogger("attnkit").info("wrote the %s export of %s (%s) to %s", args.format, args.run, loaded.checkpoint.name, out)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    out = import_marian(args.source, args.out)
+    print(f"imported {args.source}: translate with `attnkit translate {out}`, fine-tune with `attnkit train CONFIG --init {out}`")
     return 0
 
 

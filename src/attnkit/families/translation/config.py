@@ -39,12 +39,13 @@ class Synthetic(Strict):
 class Data(Strict):
     """Where the text comes from and how it becomes token ids.
 
-    `corpus: multi30k` reads `{split}.{lang}.gz` from `dir`; `wmt14` reads what `attnkit data fetch
-    wmt14` wrote into `dir` (train.{lang}.gz, newstest2013 and newstest2014); `files` reads
-    `train`/`valid`/`test`; `synthetic` generates `synthetic.task`.
+        `corpus: multi30k` reads `{split}.{lang}.gz` from `dir`; `wmt14` reads what `attnkit data fetch
+        wmt14` wrote into `dir` (train.{lang}.gz, newstest2013 and newstest2014); `files` reads
+        `train`/`valid`/`test`; `synthetic` generates `synthetic.task`; `none`: no training data (a run
+    made by `attnkit import`, which trains only as the `--init` of a config that names its data).
     """
 
-    corpus: Literal["files", "multi30k", "wmt14", "synthetic"] = "files"
+    corpus: Literal["files", "multi30k", "wmt14", "synthetic", "none"] = "files"
     dir: str | None = None
     src_lang: str = "en"
     tgt_lang: str = "de"

@@ -57,6 +57,8 @@ def corpus_splits(data: Data, data_dir: str | None = None) -> dict[str, Split]:
             name: generate(s.task, n, vocab_size=s.vocab_size, min_len=s.min_len, max_len=s.max_len, seed=s.seed + i)
             for i, (name, n) in enumerate(sizes.items())
         }
+    if data.corpus == "none":
+        raise DataError("data.corpus is none (an imported model): fine-tune it with `attnkit train CONFIG --init RUN`, CONFIG naming the data")
     if data.corpus == "multi30k":
         folder = multi30k_dir(data, data_dir)
         return {name: (str(folder / f"{stem}.{data.src_lang}.gz"), str(folder / f"{stem}.{data.tgt_lang}.gz")) for name, stem in MULTI30K_SPLITS.items()}

@@ -73,6 +73,7 @@ def prepare_translation(
     check_policy: dict[str, str] | None = None,
     max_ratio: float = 3.0,
     seed: int = 0,
+    given: tuple[Tokenizer, Tokenizer, Vocabulary, Vocabulary] | None = None,
 ) -> Prepared:
     """Turn raw parallel text into encoded examples, tokenizers and vocabularies.
 
@@ -87,6 +88,8 @@ def prepare_translation(
         check_policy: Overrides of `attnkit.data.check.DEFAULT_POLICY` for file inputs.
         max_ratio: Token-count ratio above which the check flags a pair.
         seed: Seed for SentencePiece training.
+        given: (src tokenizer, tgt tokenizer, src vocab, tgt vocab) to encode with instead of
+            building them (a run started from another's weights, `attnkit train --init`).
 
     Returns:
         The prepared data.
@@ -101,7 +104,7 @@ def prepare_translation(
         checked[split], skipped[split] = _load(source, max_len=max_len, max_ratio=max_ratio, policy=check_policy)
     if not checked["train"]:
         raise DataError(f"no training pairs ({_describe(train)})")
-    src_tok, tgt_tok, src_vocab, tgt_vocab = _tokenizers(
+    src_tok, tgt_tok, src_vocab, tgt_vocab = given or _tokenizers(
         checked["train"],
         tokenizer,
         vocab_size=vocab_size,

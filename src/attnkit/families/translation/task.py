@@ -7,6 +7,7 @@ validation sources included, so `--resume`, every DDP rank and every validation 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import partial
@@ -17,6 +18,7 @@ from torch import nn
 
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.data.batching import Batch, Example, TokenBatcher, collate, sequence_lengths
+from attnkit.data.tokenizers import SentencePieceTokenizer
 from attnkit.data.vocab import PAD
 from attnkit.evaluate.bleu import score_translations
 from attnkit.evaluate.metrics import attention_entropy, perplexity
@@ -28,6 +30,7 @@ from attnkit.families.translation.model import build
 from attnkit.families.translation.prepare import prepare_translation
 from attnkit.families.translation.translate import detokenize, search_ids
 from attnkit.models.losses import label_smoothed_nll
+from attnkit.models.transformer import Transformer
 from attnkit.precision import autocast
 
 
@@ -40,14 +43,19 @@ class TrainData:
     valid_ref: list[str]
 
 
-def load_data(run: TranslationRun, run_dir: Path, data_dir: str | None) -> TrainData:
-    """The prepared data of `run`: read from the cache, or checked, tokenized and encoded into it."""
+def load_data(run: TranslationRun, run_dir: Path, data_dir: str | None, vocabs: Vocabs | None = None) -> TrainData:
+    """The prepared data of `run`: read from the cache, or checked, tokenized and encoded into it.
+
+    `vocabs`: encode with these tokenizers and vocabularies (another run's, `attnkit train --init`)
+    instead of building them from the data.
+    """
     splits = corpus_splits(run.data, data_dir)
     files = [path for name in ("train", "valid") if isinstance(splits[name], tuple) for path in splits[name]]
     settings = run.data.model_dump(mode="json", by_alias=True, exclude={"dir", "train", "valid", "test"})
     cache_dir = run_dir.parent / ".attnkit-cache"
-    key = data_key({"family": "translation", "data": settings, "max_src_len": run.decode.max_src_len}, files)
-    folder = prepared(cache_dir, key, partial(_prepare, run, splits, cache_dir))
+    given = None if vocabs is None else vocabs_fingerprint(vocabs)
+    key = data_key({"family": "translation", "data": settings, "max_src_len": run.decode.max_src_len, **({"vocabs": given} if given else {})}, files)
+    folder = prepared(cache_dir, key, partial(_prepare, run, splits, cache_dir, vocabs))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
     ids = load_sequences(folder / "examples.safetensors")
     vocabs = vocabs_from_json(info["vocabs"], folder)
@@ -55,13 +63,24 @@ def load_data(run: TranslationRun, run_dir: Path, data_dir: str | None) -> Train
                      ids["bleu_src"], info["valid_ref"])  # fmt: skip
 
 
-def _prepare(run: TranslationRun, splits: dict, cache_dir: Path, folder: Path) -> None:
-    """Check, tokenize and encode the training and validation splits into `folder`."""
+def vocabs_fingerprint(vocabs: Vocabs) -> str:
+    """sha256 of the vocabularies and tokenizers (the SentencePiece models' bytes included): part of the prepared data's key."""
+    digest = hashlib.sha256(json.dumps([vocabs.src_vocab.to_json(), vocabs.tgt_vocab.to_json()], ensure_ascii=False).encode())
+    for tokenizer in (vocabs.src_tokenizer, vocabs.tgt_tokenizer):
+        digest.update(json.dumps(tokenizer.to_dict()).encode())
+        if isinstance(tokenizer, SentencePieceTokenizer):
+            digest.update(tokenizer.model_path.read_bytes())
+    return digest.hexdigest()
+
+
+def _prepare(run: TranslationRun, splits: dict, cache_dir: Path, vocabs: Vocabs | None, folder: Path) -> None:
+    """Check, tokenize and encode the training and validation splits into `folder` (with `vocabs`, if given)."""
     d = run.data
+    given = None if vocabs is None else (vocabs.src_tokenizer, vocabs.tgt_tokenizer, vocabs.src_vocab, vocabs.tgt_vocab)
     p = prepare_translation(
         train=splits["train"], valid=splits["valid"], tokenizer=d.tokenizer, vocab_size=d.vocab_size,
         joint=d.joint, max_len=d.max_len, cache_dir=cache_dir,
-        check_policy=d.check.model_dump(by_alias=True), max_ratio=d.max_ratio,
+        check_policy=d.check.model_dump(by_alias=True), max_ratio=d.max_ratio, given=given,
     )  # fmt: skip
     vocabs = Vocabs(p.src_tokenizer, p.tgt_tokenizer, p.src_vocab, p.tgt_vocab)
     _, bleu_src = encode_sources(vocabs, [s for s, _ in p.valid_pairs], run.decode.max_src_len, "validation source")
@@ -79,6 +98,8 @@ def batch_loss(model: nn.Module, batch: Batch, epsilon: float, **forcing: float)
     """
     features = model.features(batch.src, batch.src_keep, batch.tgt_in, **forcing)  # (B, T, D)
     keep = batch.tgt_out != PAD  # (B, T)
+    if isinstance(model, Transformer) and model.final_logits_bias is not None:  # imported Marian models: logits with their bias
+        return label_smoothed_nll(model.logits(features[keep]), batch.tgt_out[keep], epsilon=epsilon, ignore_index=PAD)
     return label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
 
 

@@ -14,6 +14,8 @@ quantises and saves it. What maps to what:
 | tied output projection | `decoder.projection` = the target embedding |
 | source + EOS, decoder starts at BOS | `add_source_eos=True`, `decoder_start_token="<s>"` |
 | LayerNorm eps 1e-5 | `layer_norm_epsilon=1e-5` |
+| `activation: relu / swish / gelu` | `activation=RELU / SWISH / GELU` |
+| `output_bias` (imported Marian models) | `decoder.projection.bias` |
 
 Decoding (`translate`): the step limit floor(max_len_a * (source + 1) + max_len_b) is per
 sentence in attnkit and per call in CTranslate2, so sentences are batched by length as attnkit
@@ -122,7 +124,8 @@ def transformer_spec(model: Transformer, vocabs: Vocabs, decode: Decode) -> Any:
     specs = ct2.specs.transformer_spec
     attn = model.decoder_layers[0].self_attn
     pre_norm = model.decoder_layers[0].res_self.pre_norm
-    shape = {"num_heads": attn.n_heads, "pre_norm": pre_norm, "head_dim": attn.d_k}
+    activation = ct2.specs.common_spec.Activation[model.encoder_layers[0].ffn.activation.upper()]  # RELU, SWISH, GELU
+    shape = {"num_heads": attn.n_heads, "pre_norm": pre_norm, "head_dim": attn.d_k, "activation": activation}
     spec = specs.TransformerSpec(
         specs.TransformerEncoderSpec(len(model.encoder_layers), **shape), specs.TransformerDecoderSpec(len(model.decoder_layers), **shape)
     )
@@ -134,6 +137,8 @@ def transformer_spec(model: Transformer, vocabs: Vocabs, decode: Decode) -> Any:
         _ffn(layer_spec.ffn, layer.ffn, layer.res_ffn.norm)
     _stack(spec.decoder, model.tgt_embed, positions, model.decoder_norm)
     spec.decoder.projection.weight = _np(model.output_weight)
+    if model.final_logits_bias is not None:
+        spec.decoder.projection.bias = _np(model.final_logits_bias)
     for layer_spec, layer in zip(spec.decoder.layer, model.decoder_layers):
         _attention(layer_spec.self_attention, layer.self_attn, self_attention=True)
         _norm(layer_spec.self_attention.layer_norm, layer.res_self.norm)
