@@ -59,7 +59,7 @@ def find_checkpoint(run_dir: str | Path, which: str = "best") -> Path:
     if which == "best":
         best = run_dir / "best.json"
         if best.is_file():
-            path = run_dir / "checkpoints" / _read_json(best)["checkpoint"]
+            path = run_dir / "checkpoints" / read_json(best)["checkpoint"]
             if path.is_dir():
                 return path
         return dirs[-1]
@@ -69,11 +69,12 @@ def find_checkpoint(run_dir: str | Path, which: str = "best") -> Path:
     return path
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path, what: str = "") -> dict[str, Any]:
+    """A JSON file of a checkpoint or model folder; one error line if missing (`what`: what the folder should hold) or malformed."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CheckpointError(f"{path}: missing") from None
+        raise CheckpointError(f"{path}: missing{f' ({what})' if what else ''}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{path}: not valid JSON ({e})") from None
 
@@ -181,7 +182,7 @@ def load_weights(model: nn.Module, checkpoint: Path) -> None:
 
 def load_trainer(checkpoint: Path, optimizer: torch.optim.Optimizer) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     """Restore the optimizer; return (state.json contents, RNG state tensors)."""
-    state = _read_json(checkpoint / "state.json")
+    state = read_json(checkpoint / "state.json")
     path = checkpoint / "trainer.safetensors"
     if not path.is_file():
         raise CheckpointError(f"{path}: missing (an averaged checkpoint cannot be resumed)")

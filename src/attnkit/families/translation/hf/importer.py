@@ -17,7 +17,6 @@ and PAD and BOS get a logit bias of `NEVER`, so no search emits them (what OPUS-
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from attnkit.artifacts.checkpoint import save_checkpoint
+from attnkit.artifacts.checkpoint import read_json, save_checkpoint
 from attnkit.artifacts.runs import write_run
 from attnkit.config.load import validate
 from attnkit.data.tokenizers import SentencePieceTokenizer
@@ -59,12 +58,7 @@ def fetch(source: str) -> Path:
 
 
 def _json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: missing (a MarianMT folder has config.json, model.safetensors, source.spm, target.spm, vocab.json)") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{path}: not valid JSON ({e})") from None
+    return read_json(path, "a MarianMT folder has config.json, model.safetensors, source.spm, target.spm, vocab.json")
 
 
 def read_weights(folder: Path) -> dict[str, torch.Tensor]:
