@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add(sub)
     explore.add_evaluate(sub, FAMILIES)
     explore.add(sub)
-    data.add(sub)
+    data.add(sub, FAMILIES)
     doctor.add(sub)
     for family in FAMILIES.values():
         family.add_commands(sub)

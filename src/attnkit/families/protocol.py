@@ -117,6 +117,7 @@ class Family:
     records: Callable[[Any, Sequence[str], ExploreOptions], list[dict]]  # JSON of `report` and the web UI
     views: Callable[[Any, Sequence[str], ExploreOptions], list[list[Any]]]  # `plot`: AttentionViews per line
     info: Callable[[Any], dict]  # extra fields of `GET /v1/models`
+    data_commands: Callable[[argparse._SubParsersAction, Callable[[str], Any]], None] = lambda sub, load_config: None  # `attnkit data` tools
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)

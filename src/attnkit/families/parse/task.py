@@ -173,7 +173,7 @@ class ParseTask:
 
     @torch.inference_mode()
     def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
-        """Validation loss and perplexity, and (with `train.eval_bleu`) dev F1 of greedy parses."""
+        """Validation loss and perplexity, and (with `train.eval_decode`) dev F1 of greedy parses."""
         data, t = self.data, self.run.train
         batcher = TokenBatcher(*sequence_lengths(data.valid), max_tokens=t.max_tokens, shuffle=False, seed=0)
         loss_sum = nll_sum = n_tokens = 0.0
@@ -183,7 +183,7 @@ class ParseTask:
                 loss, nll = batch_loss(model, batch, t.label_smoothing)
             loss_sum, nll_sum, n_tokens = loss_sum + loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
         metrics = {"loss": loss_sum / n_tokens, "ppl": perplexity(nll_sum, n_tokens)}
-        if t.eval_bleu:
+        if t.eval_decode:
             n = t.eval_max_sentences or len(data.dev_gold)
             decode = self.run.decode.with_overrides(beam=t.eval_beam, nbest=1)
             metrics.update(dev_f1(model, self.vocabs, data.dev_gold[:n], decode, device))

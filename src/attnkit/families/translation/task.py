@@ -18,8 +18,8 @@ from torch import nn
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.data.batching import Batch, Example, TokenBatcher, collate, sequence_lengths
 from attnkit.data.vocab import PAD
-from attnkit.evaluate.bleu import score_translations
 from attnkit.evaluate.metrics import attention_entropy, perplexity
+from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.codec import Vocabs, encode_sources, vocabs_from_json, vocabs_to_json
 from attnkit.families.translation.config import Rnn, TranslationRun
 from attnkit.families.translation.corpus import corpus_splits
@@ -133,7 +133,7 @@ class TranslationTask:
             loss_sum, nll_sum, n_tokens = loss_sum + loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
         metrics = {"loss": loss_sum / n_tokens, "ppl": perplexity(nll_sum, n_tokens)}
         metrics.update(attention_health(model, collate(data.valid, list(range(min(32, len(data.valid))))).to(device)))
-        if t.eval_bleu:
+        if t.eval_decode:
             n = t.eval_max_sentences or len(data.valid_src)
             decode = run.decode.with_overrides(beam=t.eval_beam, nbest=1)
             hyps = [detokenize(data.vocabs, nbest[0]) for nbest in search_ids(model, data.valid_src[:n], decode, device=device)]
