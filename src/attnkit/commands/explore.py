@@ -55,7 +55,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from attnkit.viz.report import write_report
 
     loaded, lines, options = _explore_inputs(args)
-    write_report(loaded.family.records(loaded, lines, options), args.out, title=f"attnkit report: {Path(args.run).name}")
+    records = loaded.family.records(loaded, lines, options)
+    write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script())
     print(f"wrote {args.out}")
     return 0
 
