@@ -23,8 +23,8 @@ import torch
 from attnkit.allocator import MARKER, use_jemalloc
 from attnkit.config.schema import Decode
 from attnkit.data.text import read_parallel
-from attnkit.evaluate.bleu import score_translations
 from attnkit.families import load_run
+from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.translate import translate
 
 

@@ -36,8 +36,8 @@ from attnkit.allocator import MARKER, use_jemalloc
 from attnkit.cli import main as attnkit_main
 from attnkit.config.schema import Decode
 from attnkit.data.text import read_parallel
-from attnkit.evaluate.bleu import score_translations
 from attnkit.families import load_run
+from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.export import ctranslate2_model, onnx_runner
 from attnkit.families.translation.export.bundle import read_bundle
 from attnkit.families.translation.translate import translate

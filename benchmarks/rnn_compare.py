@@ -45,8 +45,8 @@ def bucket_name(lo: int, hi: int) -> str:
 def train_one(name: str, minutes: float, data: Path, runs: Path, extra: list[str]) -> dict:
     from attnkit.config.schema import Decode
     from attnkit.data.text import read_parallel
-    from attnkit.evaluate.bleu import score_translations
     from attnkit.families import load_run
+    from attnkit.families.translation.bleu import score_translations
     from attnkit.families.translation.translate import translate
 
     preset, overrides = MODELS[name]

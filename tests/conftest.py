@@ -26,6 +26,18 @@ from attnkit.families.sentence.codec import SentenceVocabs
 from attnkit.families.sentence.data import LabelMap
 from attnkit.families.translation.codec import Vocabs
 
+# The shared data folder beside the checkout (CI lays a copy of shared/ there too).
+MULTI30K = Path(os.environ.get("ATTNKIT_MULTI30K", Path(__file__).resolve().parents[2] / "shared/data/multi30k"))
+
+
+@pytest.fixture(scope="session")
+def multi30k() -> Path:
+    """The staged Multi30k folder (shared/data/README.md, section 1); skip if it is not here."""
+    if not MULTI30K.is_dir():
+        pytest.skip(f"{MULTI30K} not available")
+    return MULTI30K
+
+
 TINY = {
     "data": {"corpus": "synthetic", "tokenizer": "word", "joint": True},
     "train": {"max_steps": 1},

@@ -38,7 +38,7 @@ def test_nothing_to_do_without_the_library(monkeypatch) -> None:
 
 @pytest.mark.skipif(ctypes.util.find_library("jemalloc") is None, reason="libjemalloc2 is not installed (.ci/run installs it)")
 def test_train_from_the_command_line_runs_on_jemalloc(tmp_path) -> None:
-    sets = ["train.max_steps=1", "train.eval_every=1", "train.eval_bleu=false", "data.synthetic.train_size=200"]
+    sets = ["train.max_steps=1", "train.eval_every=1", "train.eval_decode=false", "data.synthetic.train_size=200"]
     cmd = [sys.executable, "-m", "attnkit", "-v", "train", "toy-reverse", "--out", str(tmp_path / "run")]
     result = subprocess.run(cmd + [a for s in sets for a in ("--set", s)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -5,7 +5,12 @@ short, counting the lines of a function from its signature to its end, its docst
 """
 
 import ast
+import re
 from pathlib import Path
+
+import yaml
+
+from attnkit.families import FAMILIES
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
 MAX_MODULE, MAX_FUNCTION = 400, 60
@@ -13,6 +18,30 @@ MAX_MODULE, MAX_FUNCTION = 400, 60
 
 def _modules() -> list[Path]:
     return sorted(SRC.rglob("*.py"))
+
+
+def _core(path: Path) -> bool:
+    """Outside every family's own package (`families/__init__.py`, the table, counts as one)."""
+    rel = path.relative_to(SRC)
+    return not (rel.parts[0] == "families" and (len(rel.parts) > 2 or rel.name == "__init__.py"))
+
+
+def family_words() -> set[str]:
+    """What names a family, read from the family table: its name, the last part of its pages' and
+    endpoints' paths (`/classify`, `/v1/translate`) and its metrics (`RunBase.METRICS`)."""
+    words = set(FAMILIES)
+    for family in FAMILIES.values():
+        words |= {path.rsplit("/", 1)[-1] for path in (*family.api.pages, *(e.path for e in family.api.endpoints))} - {""}
+        words |= {metric.key for metric in family.run_schema.METRICS}
+    return words
+
+
+def named_families(text: str, words: set[str]) -> list[str]:
+    """The family words in `text`: whole words, case-insensitive (`JSON.parse`, a method, is no name),
+    or capitalised inside a camel-case name (`renderTranslation`)."""
+    whole = r"(?<![\w.])(" + "|".join(map(re.escape, words)) + r")(?!\w)"
+    camel = r"(?<=[a-z0-9_])(" + "|".join(re.escape(w.capitalize()) for w in words) + r")(?![a-z])"
+    return sorted({m.group(0).lower() for pattern, flags in ((whole, re.I), (camel, 0)) for m in re.finditer(pattern, text, flags)})
 
 
 def test_no_module_over_400_lines():
@@ -48,3 +77,38 @@ def test_the_core_never_names_a_family():
         text = path.read_text(encoding="utf-8")
         found += [f"{rel}: {name}" for name in names if name in text]
     assert not found, found
+
+
+def test_core_templates_and_scripts_name_no_family():
+    """The core's pages, report template, scripts and styles draw any family's records the same way:
+    a family adds its view and its renderer from its own package (docs/architecture.md)."""
+    words = family_words()
+    found = [f"{p.relative_to(SRC)}: {', '.join(hits)}" for p in sorted(SRC.rglob("*"))
+             if p.suffix in (".html", ".js", ".css") and _core(p) and (hits := named_families(p.read_text(encoding="utf-8"), words))]  # fmt: skip
+    assert not found, found
+
+
+def _shared_sections(tree: dict) -> str:
+    """The keys and values of a config's shared sections (`train`, `decode`), as one text."""
+    return yaml.safe_dump({key: tree.get(key) for key in ("train", "decode")})
+
+
+def test_presets_shared_sections_name_no_family():
+    """A preset's `train` and `decode` sections hold no family's metric or name: a family declares its
+    early-stopping metric (`RunBase.EARLY_STOPPING`), and the shared keys have neutral names."""
+    words = family_words()
+    presets = [p for p in sorted((SRC / "presets").rglob("*.yaml")) if "train" in (yaml.safe_load(p.read_text(encoding="utf-8")) or {})]
+    assert len(presets) > 10
+    found = {str(p.relative_to(SRC)): hits for p in presets if (hits := named_families(_shared_sections(yaml.safe_load(p.read_text(encoding="utf-8"))), words))}
+    assert not found, found
+
+
+def test_family_words_catch_a_planted_name():
+    """The searches above can fail: each family's words are found in a page, a script and a preset."""
+    words = family_words()
+    assert {"translation", "classification", "parsing", "captioning", "translate", "classify", "bleu", "f1"} <= words
+    assert named_families('<nav><a href="/classify">Classify</a></nav>', words) == ["classify"]
+    assert named_families("if (record.label) AttnView.renderCaption(main); JSON.parse(text)", words) == ["caption"]
+    assert named_families("AttnView.render(main, record); JSON.parse(text); parser.parseArgs()", words) == []
+    assert named_families("AttnView.render(main, record, 'parsing')", words) == ["parsing"]
+    assert named_families(_shared_sections({"train": {"eval_decode": True, "early_stopping": "bleu4"}}), words) == ["bleu4"]

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_evaluate(sub, FAMILIES)
     explore.add(sub)
     analysis.add(sub)
-    data.add(sub)
+    data.add(sub, FAMILIES)
     doctor.add(sub)
     for family in FAMILIES.values():
         family.add_commands(sub)

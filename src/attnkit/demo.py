@@ -30,7 +30,7 @@ def run_demo(steps: int | None, minutes: float, data_dir: str | None, out: str) 
             raise AttnkitError(f"{out_dir}: exists and is not a run folder; choose another --out")
         with locked(out_dir):  # never delete a run that another process is training
             shutil.rmtree(out_dir)
-    with TrainProgress(run.train) as progress:
+    with TrainProgress(run) as progress:
         train(run, out_dir, on_event=progress.event)
     DEMO.showcase(load_run(out_dir), data, out_dir)
     return 0

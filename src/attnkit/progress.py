@@ -8,13 +8,20 @@ from typing import Any
 
 from tqdm import tqdm
 
-from attnkit.config.schema import Train
+from attnkit.config.schema import SHARED_METRICS, Metric, RunBase
+
+LOSS = Metric("loss", "loss")
 
 
 class TrainProgress:
-    """A training bar over steps (max_steps) or minutes (max_minutes), with loss, lr and tokens/s (examples/s)."""
+    """A training bar over steps (max_steps) or minutes (max_minutes), with loss, lr and tokens/s (examples/s).
 
-    def __init__(self, t: Train) -> None:
+    A validation line shows the loss, the run family's metrics (`RunBase.METRICS`) and the shared ones.
+    """
+
+    def __init__(self, run: RunBase) -> None:
+        t = run.train
+        self.metrics: tuple[Metric, ...] = (LOSS, *SHARED_METRICS, *type(run).METRICS)
         self.by_time = t.max_steps is None and t.max_minutes is not None
         self.total = round(60 * t.max_minutes) if self.by_time else t.max_steps
         self.bar: tqdm | None = None  # shown from the first update: an error before it prints one line only
@@ -33,8 +40,7 @@ class TrainProgress:
         if self.bar is None:
             self.bar = tqdm(total=self.total, unit="s" if self.by_time else "step", dynamic_ncols=True, desc="train", leave=True)
         if kind == "valid":
-            parts = [f"{k} {v:.4g}" if k == "accuracy" else f"{k} {v:.2f}" for k, v in info.items() if k in ("loss", "ppl", "bleu", "accuracy")]
-            self.valid = " ".join(parts)
+            self.valid = " ".join(f"{m.key} {m.show(info[m.key])}" for m in self.metrics if m.key in info)
             self.bar.write(f"step {state.step}: valid {self.valid}")
             return
         self.unit = "ex/s" if "examples" in info else "tok/s"

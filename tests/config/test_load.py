@@ -119,7 +119,7 @@ def test_sase_config_paper_names_and_classification_data(tmp_path):
     [
         ({"data": {"corpus": "sst", "phrase": True}}, "data.phrase: unknown key"),
         ({"model": {"kind": "sase", "hops": 3}}, "model.hops: unknown key"),
-        ({"train": {"max_minutes": 1}}, "train.early_stopping: bleu is not measured for a sase model; use accuracy or loss"),
+        ({"train": {"max_minutes": 1, "early_stopping": "bleu"}}, "train.early_stopping: bleu is not measured for a sase model; use accuracy or loss"),
         ({"data": {"corpus": "synthetic"}}, "data.corpus: Input should be 'sst', 'snli' or 'labelled'"),
         ({"data": {"corpus": "labelled", "train": "a.tsv"}}, "corpus 'labelled' needs data.train and data.valid"),
         ({"model": {"kind": "sase", "encoder": "none", "pooling": "last"}}, "pooling 'last' takes the bi-LSTM's final states"),
@@ -135,6 +135,23 @@ def test_sase_config_errors(tmp_path, change, message):
 def test_accuracy_early_stopping_is_for_classification(tmp_path):
     with pytest.raises(ConfigError, match="accuracy is not measured for a transformer model; use bleu or loss"):
         load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "early_stopping": "accuracy"}}))
+
+
+@pytest.mark.parametrize("tree, expected", [({**SASE, "train": {"max_minutes": 1}}, "accuracy"), (MINIMAL, "bleu"),
+                                            ({**MINIMAL, "train": {"max_steps": 1, "early_stopping": "loss"}}, "loss")])  # fmt: skip
+def test_early_stopping_defaults_to_the_familys_metric(tmp_path, tree, expected):
+    """Without train.early_stopping a run stops on its family's `EARLY_STOPPING` (no preset restates it)."""
+    assert load_config(write(tmp_path, tree)).train.early_stopping == expected
+
+
+def test_renamed_train_key_is_read_with_one_warning(tmp_path, caplog):
+    """`train.eval_bleu` (the old name) still switches decoding during validation, with one notice."""
+    with caplog.at_level("WARNING", logger="attnkit"):
+        run = load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "eval_bleu": False}}))
+    assert run.train.eval_decode is False
+    assert [r.getMessage() for r in caplog.records] == ["train.eval_bleu is deprecated: it is now train.eval_decode"]
+    with pytest.raises(ConfigError, match="eval_bleu and eval_decode both set"):
+        load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "eval_bleu": False, "eval_decode": True}}))
 
 
 def test_cosine_schedule_needs_total(tmp_path):

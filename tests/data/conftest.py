@@ -1,23 +1,11 @@
-"""Fixtures for the data tests: the staged Multi30k copy and small slices of it."""
+"""Fixtures for the data tests: small slices of the staged Multi30k copy (`multi30k`, tests/conftest.py)."""
 
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 
 import pytest
-
-# The shared data folder beside the checkout (CI lays a copy of shared/ there too).
-MULTI30K = Path(os.environ.get("ATTNKIT_MULTI30K", Path(__file__).resolve().parents[3] / "shared/data/multi30k"))
-
-
-@pytest.fixture(scope="session")
-def multi30k() -> Path:
-    """The staged Multi30k folder (shared/data/README.md, section 1); skip if it is not here."""
-    if not MULTI30K.is_dir():
-        pytest.skip(f"{MULTI30K} not available")
-    return MULTI30K
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-from attnkit.data.synthetic import generate
 from attnkit.data.text import read_lines
 from attnkit.errors import DataError
 from attnkit.families.translation.prepare import prepare_translation
+from attnkit.families.translation.synthetic import generate
 
 
 def write(path: Path, lines: list[str]) -> Path:

@@ -32,7 +32,7 @@ GOOD_TGT = "c b a\nf e d\nh g\n"
 def tiny_run(tmp_path_factory) -> Path:
     """A toy-reverse run trained for 4 updates (two checkpoints): enough for every decoding command."""
     out = tmp_path_factory.mktemp("bad") / "run"
-    sets = ["train.max_steps=4", "train.eval_every=2", "train.eval_bleu=false", "train.log_every=1"]
+    sets = ["train.max_steps=4", "train.eval_every=2", "train.eval_decode=false", "train.log_every=1"]
     assert main(["train", "toy-reverse", "--out", str(out), *[a for s in sets for a in ("--set", s)]]) == 0
     return out
 
@@ -45,7 +45,7 @@ def files_config(tmp: Path, src: str | bytes = GOOD_SRC, tgt: str | bytes = GOOD
     config.write_text(
         f"data:\n  corpus: files\n  tokenizer: word\n  train: {{src: {tmp}/train.src, tgt: {tmp}/train.tgt}}\n"
         f"  valid: {{src: {tmp}/valid.src, tgt: {tmp}/valid.tgt}}\n"
-        "model: {layers: 1, d_model: 16, n_heads: 2, d_ff: 32}\ntrain: {max_steps: 1, eval_bleu: false}\n" + extra
+        "model: {layers: 1, d_model: 16, n_heads: 2, d_ff: 32}\ntrain: {max_steps: 1, eval_decode: false}\n" + extra
     )
     return config
 

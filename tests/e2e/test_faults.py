@@ -34,7 +34,7 @@ data:
   synthetic: {task: reverse, vocab_size: 10, min_len: 3, max_len: 8, train_size: 2000, valid_size: 20, seed: 1234}
   tokenizer: word
 model: {kind: transformer, layers: 1, d_model: 32, n_heads: 2, d_ff: 64, dropout: 0.1, norm: pre}
-train: {seed: 1, threads: 1, max_tokens: 256, max_steps: 300, eval_every: 5, eval_bleu: false, log_every: 1,
+train: {seed: 1, threads: 1, max_tokens: 256, max_steps: 300, eval_every: 5, eval_decode: false, log_every: 1,
         keep_last: 2, schedule: {kind: inverse_sqrt, lr: 0.002, warmup: 20}}
 """
 KILLS = 5

@@ -11,8 +11,8 @@ import torch
 from attnkit.cli import main
 from attnkit.data.batching import collate
 from attnkit.data.vocab import Vocabulary
+from attnkit.families.translation.rnn import RNNSeq2Seq
 from attnkit.models.losses import label_smoothed_nll
-from attnkit.models.rnn import RNNSeq2Seq
 
 TOY = """\
 data:

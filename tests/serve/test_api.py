@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 import attnkit.families.translation.api as translation_api
 from attnkit.cli import main
 from attnkit.errors import AttnkitError
-from attnkit.families import load_run
+from attnkit.families import FAMILIES, load_run
 from attnkit.families.sentence.infer import classify_texts
 from attnkit.families.translation.explore import explore, explore_decode, record
 from attnkit.serve.app import Limits, create_app, load_models
@@ -128,9 +128,15 @@ def test_models_health_openapi_and_pages(client):
     schema = client.get("/openapi.json").json()
     assert {"/v1/translate", "/v1/classify", "/v1/models", "/healthz"} <= set(schema["paths"])
     assert client.get("/docs").status_code == 404  # Swagger UI would load from a CDN
-    for page in ("/", "/classify"):
+    pages = [path for family in FAMILIES.values() for path in family.api.pages]
+    assert {"/", "/classify", "/parse", "/caption"} <= set(pages)
+    for page in pages:
         html = client.get(page).text
         assert not re.search(r"https?://", html)
+        # One template: every page's navigation links every family's page, in the table's order.
+        nav = re.search(r"<nav>(.*)</nav>", html).group(1)
+        assert re.findall(r'href="([^"]+)"', nav) == [*pages, "/openapi.json"]
+        assert html.count("<head>") == 1 and '<main id="results">' in html and 'src="/static/attention.js"' in html
         for asset in re.findall(r'(?:src|href)="(/static/[^"]+)"', html):
             response = client.get(asset)
             assert response.status_code == 200 and not re.search(r"https?://", response.text), asset

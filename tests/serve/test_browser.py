@@ -130,6 +130,7 @@ def test_error_message_on_the_page(page, live_server):
 
 def test_report_draws_a_parse_tree(page, tmp_path):
     """`attnkit report` of a parser: the record's SVG drawing loads as an image beside the bracketed tree."""
+    from attnkit.families.parse import FAMILY
     from attnkit.families.parse.draw import tree_svg
     from attnkit.families.parse.trees import parse_trees
     from attnkit.viz.report import write_report
@@ -137,7 +138,7 @@ def test_report_draws_a_parse_tree(page, tmp_path):
     tree = parse_trees("(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. <b>))")[0]
     record = {"id": 0, "source": "The dog barks <b>", "text": str(tree), "svg": tree_svg(tree), "src": [], "tgt": [], "attention": None,
               "nbest": [{"text": str(tree), "score": -1.0, "finished": True}]}  # fmt: skip
-    path = write_report([record], tmp_path / "parse.html")
+    path = write_report([record], tmp_path / "parse.html", renderer=FAMILY.api.renderer_script())
     errors_before = len(page.errors)
     page.goto(path.as_uri())
     image = page.locator(".attn-card .attn-tree img")

@@ -27,7 +27,7 @@ TREE = {
     "data": {"corpus": "synthetic", "tokenizer": "word",
              "synthetic": {"task": "reverse", "vocab_size": 10, "min_len": 3, "max_len": 8, "train_size": 400, "valid_size": 10}},
     "model": {"kind": "transformer", "layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0},
-    "train": {"seed": 3, "threads": 1, "max_tokens": 64, "accum": 2, "max_steps": 4, "eval_every": 4, "eval_bleu": False,
+    "train": {"seed": 3, "threads": 1, "max_tokens": 64, "accum": 2, "max_steps": 4, "eval_every": 4, "eval_decode": False,
               "log_every": 1, "schedule": {"kind": "constant", "lr": 0.003}},
 }  # fmt: skip
 STEPS = TREE["train"]["max_steps"]

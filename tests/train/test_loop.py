@@ -14,7 +14,7 @@ def tiny(**train_overrides):
         "data": {"corpus": "synthetic", "tokenizer": "word",
                  "synthetic": {"task": "copy", "vocab_size": 8, "max_len": 6, "train_size": 300, "valid_size": 20}},
         "model": {"kind": "transformer", "layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.2},
-        "train": {"max_tokens": 128, "max_steps": 6, "eval_every": 3, "eval_bleu": False, "log_every": 1,
+        "train": {"max_tokens": 128, "max_steps": 6, "eval_every": 3, "eval_decode": False, "log_every": 1,
                   "schedule": {"kind": "inverse_sqrt", "lr": 0.01, "warmup": 2}, **train_overrides},
     }  # fmt: skip
     return validate(tree, "test")

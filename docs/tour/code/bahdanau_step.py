@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.models.rnn import RNNSeq2Seq
+from attnkit.families.translation.rnn import RNNSeq2Seq
 
 
 def main() -> None:

@@ -19,11 +19,11 @@ import random
 import torch
 
 from attnkit.data.batching import collate
-from attnkit.data.synthetic import generate
 from attnkit.data.vocab import BOS, EOS, Vocabulary
 from attnkit.decode.greedy import greedy
+from attnkit.families.translation.rnn import RNNSeq2Seq
+from attnkit.families.translation.synthetic import generate
 from attnkit.models.losses import label_smoothed_nll
-from attnkit.models.rnn import RNNSeq2Seq
 
 BUCKETS = [(3, 8), (9, 16), (17, 24)]
 

@@ -20,8 +20,8 @@ import torch
 
 from attnkit.data.batching import collate
 from attnkit.data.vocab import Vocabulary
+from attnkit.families.translation.rnn import RNNSeq2Seq
 from attnkit.models.losses import label_smoothed_nll
-from attnkit.models.rnn import RNNSeq2Seq
 
 PAIRS = [
     ("i love you", "ich liebe dich"),

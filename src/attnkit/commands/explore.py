@@ -55,7 +55,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from attnkit.viz.report import write_report
 
     loaded, lines, options = _explore_inputs(args)
-    write_report(loaded.family.records(loaded, lines, options), args.out, title=f"attnkit report: {Path(args.run).name}")
+    records = loaded.family.records(loaded, lines, options)
+    write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script())
     print(f"wrote {args.out}")
     return 0
 
@@ -72,7 +73,7 @@ def add_evaluate(sub: argparse._SubParsersAction, families: dict) -> None:
     p = sub.add_parser(
         "evaluate",
         help="score a run on a test set, as JSON",
-        description="Score a run on held-out data and print JSON. Translation runs: --src and --ref (sacreBLEU, lowercased BLEU, chrF). Sentence classifiers: --data (accuracy, macro-F1, confusion matrix).",
+        description="Score a run on held-out data and print JSON; which options apply depends on the run's model family (each family adds its own).",
     )
     p.add_argument("run")
     add_checkpoint(p)
@@ -82,10 +83,10 @@ def add_evaluate(sub: argparse._SubParsersAction, families: dict) -> None:
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    for name, help, out in (("plot", "PNG heatmaps of every attention map of a translation", "folder for the PNG files"),
+    for name, help, out in (("plot", "PNG heatmaps of every attention map of a run's outputs", "folder for the PNG files"),
                             ("report", "a self-contained HTML report of outputs and their attention", "the HTML file to write")):  # fmt: skip
         p = sub.add_parser(name, help=help, description=f"{help[0].upper()}{help[1:]} (TEXT, --input or stdin; docs/explorer.md).")
-        p.add_argument("run", help="run folder of a translation model" + (" or a sentence classifier" if name == "report" else ""))
+        p.add_argument("run", help="run folder written by `attnkit train` or `attnkit average`")
         p.add_argument("text", nargs="?", help="a sentence (instead of --input)")
         p.add_argument("--input", help="one sentence a line")
         p.add_argument("--out", required=True, help=out)
@@ -101,7 +102,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve",
         help="a local web UI and JSON API for every loaded run",
-        description="Serve runs on a local web page and a JSON API (/v1/translate, /v1/classify, /v1/models, /healthz, /openapi.json).",
+        description="Serve runs on local web pages (one per model family) and a JSON API (each family's POST /v1/... route, /v1/models, /healthz, /openapi.json).",
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (each served under its folder name)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")

@@ -46,7 +46,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     run = load_config(config_path(args.config), args.set)
     try:
-        with TrainProgress(run.train) as progress:
+        with TrainProgress(run) as progress:
             state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event, init=args.init)
     except WriteError as e:  # a full or read-only disk: the last checkpoint is intact, say how to go on
         resume = bool(checkpoint_dirs(args.out))

@@ -9,6 +9,8 @@ ignored setting. Field defaults are the papers' defaults.
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
@@ -16,25 +18,29 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, V
 from attnkit.config.load import validation_error
 
 DEFAULT_MODEL_KIND = "transformer"  # a config without model.kind: the paper's model
+RENAMED_TRAIN_KEYS = {"eval_bleu": "eval_decode"}  # old name -> new name: still read, with a deprecation notice
 
-Action = Literal["fail", "warn", "skip"]
+log = logging.getLogger("attnkit")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A validation metric a family measures: its key in metrics.jsonl, its label in tables, its format."""
+
+    key: str
+    label: str
+    fmt: str = "{:.2f}"
+
+    def show(self, value: float | None) -> str:
+        return "—" if value is None else self.fmt.format(value)
+
+
+SHARED_METRICS = (Metric("ppl", "PPL"),)  # measured by several families, shown after theirs
+LOSS = Metric("loss", "loss", "{:.3f}")
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class CheckPolicy(Strict):
-    """What `attnkit data check` (run before training) does with each kind of finding."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    mismatch: Action = "fail"
-    not_utf8: Action = "fail"
-    blank: Action = "skip"
-    too_long: Action = "skip"
-    copy_: Action = Field("warn", alias="copy")  # source == target (`copy` is a pydantic method name)
-    duplicate: Action = "warn"
-    ratio: Action = "warn"
 
 
 class Schedule(Strict):
@@ -71,15 +77,29 @@ class Train(Strict):
     max_minutes: PositiveFloat | None = None
     eval_every: PositiveInt = 1000
     checkpoint_minutes: PositiveFloat | None = None  # also a checkpoint (no validation) every N minutes of training (Vaswani et al.: 10)
-    eval_bleu: bool = True
+    eval_decode: bool = True  # validation also decodes and scores (the family's metrics: BLEU, F1...); off: loss only
     eval_beam: PositiveInt = 1
     eval_max_sentences: PositiveInt | None = None
     max_sentences: PositiveInt | None = None  # also at most this many examples per batch
-    early_stopping: str = "bleu"  # a validation metric of the run's family (`RunBase.METRICS`), or "loss"
+    early_stopping: str | None = None  # a validation metric of the run's family (`RunBase.METRICS`) or "loss"; None: the family's
     patience: PositiveInt | None = None
     keep_last: PositiveInt = 5
     log_every: PositiveInt = 100
     max_bad_steps: PositiveInt = 5
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        """Read the old names of renamed keys, with a one-line deprecation notice."""
+        if not isinstance(data, dict):
+            return data
+        for old, new in RENAMED_TRAIN_KEYS.items():
+            if old in data:
+                if new in data:
+                    raise ValueError(f"{old} and {new} both set: {old} is the old name of {new}; keep {new}")
+                log.warning("train.%s is deprecated: it is now train.%s", old, new)
+                data = {**{k: v for k, v in data.items() if k != old}, new: data[old]}
+        return data
 
     @model_validator(mode="after")
     def _stop(self) -> Train:
@@ -128,11 +148,14 @@ class Decode(Strict):
 class RunBase(Strict):
     """A whole run: what to read, what to build, how to train it and how to decode with it.
 
-    Each family subclasses it with its own `data` and `model` sections and names in `METRICS` the
-    validation metrics its `early_stopping` may use (besides "loss").
+    Each family subclasses it with its own `data` and `model` sections, names in `METRICS` the
+    validation metrics it measures (what progress bars and sweep tables show, what its
+    `early_stopping` may use besides "loss") and in `EARLY_STOPPING` the default of
+    `train.early_stopping`.
     """
 
-    METRICS: ClassVar[tuple[str, ...]] = ()
+    METRICS: ClassVar[tuple[Metric, ...]] = ()
+    EARLY_STOPPING: ClassVar[str] = "loss"
     task: str | None = None  # names the family when `model.kind` alone does not (attnkit.families.family_for)
     data: Any
     model: Any
@@ -141,7 +164,9 @@ class RunBase(Strict):
 
     @model_validator(mode="after")
     def _early_stopping(self) -> RunBase:
-        allowed = (*self.METRICS, "loss")
+        if self.train.early_stopping is None:  # the family's default (the model is frozen: set once, here)
+            object.__setattr__(self, "train", self.train.model_copy(update={"early_stopping": self.EARLY_STOPPING}))
+        allowed = (*(m.key for m in self.METRICS), "loss")
         if self.train.early_stopping not in allowed:
             raise ValueError(f"train.early_stopping: {self.train.early_stopping} is not measured for a {self.model.kind} model; use {' or '.join(allowed)}")
         return self

@@ -1,13 +1,12 @@
-"""Data pipeline: read and check text, tokenize, build vocabularies, batch, fetch datasets.
+"""Data pipeline: read text, tokenize, build vocabularies, batch.
 
 Modules, each with one job:
 
 - `text`: plain/.gz UTF-8 readers with file-and-line errors.
-- `check`: `attnkit data check`, a report on a parallel corpus.
 - `vocab`: `Vocabulary` with PAD 0, UNK 1, BOS 2, EOS 3.
 - `tokenizers`: word, char and SentencePiece (BPE/unigram, trained once and cached).
 - `batching`: `encode_pairs`, `TokenBatcher` (token budget, buckets, shards), `collate` -> `Batch`.
-- `synthetic`: copy / reverse / sort toy tasks.
-- `fetch`: `attnkit data fetch multi30k`, with sha256 checks.
-- `prepare`: `prepare_translation`, the whole path from files to encoded examples.
+
+What only one model family reads (a corpus's checks, downloads or toy tasks) lives in that family's
+package, e.g. `attnkit.families.translation.check`, `.fetch`, `.synthetic`.
 """

@@ -79,12 +79,32 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
-class Api:
-    """A family's part of `attnkit serve`: its pages (path -> HTML file), assets and routes."""
+class Page:
+    """One page of `attnkit serve`: the core's template (head, the navigation built from every
+    family's pages, the shared scripts) around the family's `view`, an HTML fragment (its heading
+    and form; the results go to `<main id="results">`), with its `scripts` and `styles` (assets)."""
 
-    pages: dict[str, Traversable] = field(default_factory=dict)
+    title: str  # the page's link in the navigation, and its <title>
+    view: Traversable
+    scripts: tuple[str, ...] = ()
+    styles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Api:
+    """A family's part of `attnkit serve` and `attnkit report`: its pages (path -> `Page`), assets
+    (name -> file, served under /static/) and routes, and `renderer`, the asset (a script) that sets
+    `AttnView.render(container, record)` to draw one of its records (without one, the common card
+    of viz/templates/attention.js: source, output, n-best list, attention maps)."""
+
+    pages: dict[str, Page] = field(default_factory=dict)
     assets: dict[str, Traversable] = field(default_factory=dict)
     endpoints: tuple[Endpoint, ...] = ()
+    renderer: str | None = None
+
+    def renderer_script(self) -> str:
+        """The text of the renderer script ("" without one)."""
+        return self.assets[self.renderer].read_text(encoding="utf-8") if self.renderer else ""
 
 
 @dataclass(frozen=True)
@@ -120,6 +140,7 @@ class Family:
     # (run, run_dir, data_dir, vocabs): the task encoding the data with another run's vocabularies
     # (`attnkit train --init RUN`); None: the family's runs cannot start from another run's weights
     init_task: Callable[[Any, Path, str | None, Any], Task] | None = None
+    data_commands: Callable[[argparse._SubParsersAction, Callable[[str], Any]], None] = lambda sub, load_config: None  # `attnkit data` tools
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)

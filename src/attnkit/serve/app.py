@@ -1,8 +1,8 @@
 """`attnkit serve`: a local web UI and JSON API over one or more loaded runs (FastAPI + uvicorn).
 
-Routes: each family's pages and `POST` endpoints (`attnkit.families.protocol.Api`: for
-translation `/` and `POST /v1/translate`, for classification `/classify` and `POST /v1/classify`),
-`/static/*` (plain-JS assets), `GET /v1/models`, `GET /healthz`, `/openapi.json`.
+Routes: each family's pages (one template around the family's view, `serve/pages.py`) and `POST`
+endpoints (`attnkit.families.protocol.Api`), `/static/*` (plain-JS and CSS assets), `GET /v1/models`,
+`GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` thread. Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
 `serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a
@@ -31,6 +31,7 @@ from attnkit.families.protocol import Endpoint
 from attnkit.serve import schemas
 from attnkit.serve.batcher import DynamicBatcher
 from attnkit.serve.body_limit import BodyLimit
+from attnkit.serve.pages import navigation, render_page
 from attnkit.viz.report import template
 
 log = logging.getLogger("attnkit")
@@ -140,13 +141,14 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
         for model in served.values():
             model.batcher.close()
 
-    app = FastAPI(title="attnkit", summary="Translate, classify and look at attention", docs_url=None, redoc_url=None, lifespan=lifespan)
+    app = FastAPI(title="attnkit", summary="Run trained attention models and look at their attention", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.models = served
     assets = dict(SHARED_ASSETS)
+    nav = navigation(family.api for family in FAMILIES.values())
     for family in FAMILIES.values():
         assets.update({name: path.read_text(encoding="utf-8") for name, path in family.api.assets.items()})
         for path, page in family.api.pages.items():
-            _add_page(app, path, page.read_text(encoding="utf-8"))
+            _add_page(app, path, render_page(page, family.api, nav))
         for endpoint in family.api.endpoints:
             _add_endpoint(app, served, endpoint, family, limits, batching)
 

@@ -169,7 +169,7 @@ def _resume(run_dir: Path, trainer: Trainer) -> TrainState:
 
 
 def _score(run: Run, metrics: dict[str, float]) -> float:
-    """The early-stopping metric, higher is better: BLEU or accuracy when measured, else -loss."""
+    """The early-stopping metric, higher is better: the family's metric when measured, else -loss."""
     key = run.train.early_stopping
     return metrics[key] if key != "loss" and key in metrics else -metrics["loss"]
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from attnkit.artifacts.checkpoint import checkpoint_dirs, find_checkpoint
 from attnkit.artifacts.lock import locked
 from attnkit.config.load import read_yaml
-from attnkit.config.schema import RunBase
+from attnkit.config.schema import Metric, RunBase
 from attnkit.config.sweep import Sweep, Variant
 from attnkit.errors import ConfigError, TrainingError
 from attnkit.families import load_config
@@ -104,14 +104,15 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, data_dir: str | N
     runs = {v.name: load_config(sweep.config, sweep.overrides(v)) for v in sweep.variants}
     with locked(out, create=True):
         _claim(sweep, out)
+        metrics = type(next(iter(runs.values()))).METRICS  # one base config: one family
         results = {v.name: json.loads(p.read_text(encoding="utf-8")) for v in sweep.variants if (p := out / "rows" / f"{v.folder}.json").is_file()}
         todo = []
         for i, variant in enumerate(sweep.variants, 1):
             if variant.name in results:
-                report(f"[{i}/{len(sweep.variants)}] {variant.name}: done before ({summary(results[variant.name])})")
+                report(f"[{i}/{len(sweep.variants)}] {variant.name}: done before ({summary(results[variant.name], metrics)})")
             else:
                 todo.append((i, variant))
-        board = _Board(sweep, out, results, report)
+        board = _Board(sweep, out, results, report, metrics)
         if jobs == 1:
             interrupted = _train_here(todo, runs, board, data_dir, progress)
         else:
@@ -123,8 +124,8 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, data_dir: str | N
 class _Board:
     """The results so far: a row's start and end lines, its result file, and the tables after each row."""
 
-    def __init__(self, sweep: Sweep, out: Path, results: dict[str, dict], report: Report) -> None:
-        self.sweep, self.out, self.results, self.report = sweep, out, results, report
+    def __init__(self, sweep: Sweep, out: Path, results: dict[str, dict], report: Report, metrics: tuple[Metric, ...]) -> None:
+        self.sweep, self.out, self.results, self.report, self.metrics = sweep, out, results, report, metrics
 
     def start(self, i: int, variant: Variant) -> Path:
         run_dir = self.out / variant.folder
@@ -137,13 +138,13 @@ class _Board:
         result = row_result(variant, self.out / variant.folder)
         atomic_write_text(self.out / "rows" / f"{variant.folder}.json", json.dumps(result, indent=1) + "\n")
         self.results[variant.name] = result
-        self.report(f"[{i}/{len(self.sweep.variants)}] {variant.name}: {summary(result)}")
+        self.report(f"[{i}/{len(self.sweep.variants)}] {variant.name}: {summary(result, self.metrics)}")
         self.write()
 
     def write(self) -> None:
         rows = [self.results[v.name] for v in self.sweep.variants if v.name in self.results]
         if rows:
-            write_tables(self.out, describe(self.sweep), rows)
+            write_tables(self.out, describe(self.sweep), rows, self.metrics)
 
 
 def _train_here(todo: list[tuple[int, Variant]], runs: dict[str, RunBase], board: _Board, data_dir: str | None, progress: bool) -> str | None:
@@ -153,7 +154,7 @@ def _train_here(todo: list[tuple[int, Variant]], runs: dict[str, RunBase], board
         resume = bool(checkpoint_dirs(run_dir))
         run = runs[variant.name]
         if progress:
-            with TrainProgress(run.train) as bar:
+            with TrainProgress(run) as bar:
                 state = train(run, run_dir, resume=resume, data_dir=data_dir, on_event=bar.event)
         else:
             state = train(run, run_dir, resume=resume, data_dir=data_dir)

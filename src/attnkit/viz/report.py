@@ -1,11 +1,10 @@
 """`attnkit report`: one self-contained HTML file (inline CSS, JS and data; opens from disk offline).
 
-The page shows, per sentence, the output, the n-best list and the interactive attention view of
-`templates/attention.js` (the same script the web UI serves); for a sentence classifier, the label,
-the class probabilities and the words shaded by each attention hop; for a record with an ``image`` and
-per-word ``overlays`` (data URIs, e.g. a captioner's), the image strip of Show, Attend and Tell; for a
-record with an ``svg`` (a parser's), the tree drawing. The records are embedded verbatim as
-JSON in `<script type="application/json" id="attention-data">`, so a report is also a data file.
+The page shows one card per record: by default the common card of `templates/attention.js` (the
+same script the web UI serves): the input, the output, the n-best list and the interactive
+attention view. A family whose records carry more gives its renderer script (`Api.renderer`: class
+probabilities, an image strip, a tree drawing), inlined after it. The records are embedded verbatim
+as JSON in `<script type="application/json" id="attention-data">`, so a report is also a data file.
 """
 
 from __future__ import annotations
@@ -30,18 +29,19 @@ def embed_json(value) -> str:
     return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
 
 
-def render_report(records: list[dict], title: str) -> str:
-    """The report page for `records` (a family's `records`: the same JSON the web UI gets)."""
+def render_report(records: list[dict], title: str, renderer: str = "") -> str:
+    """The report page for `records` (a family's `records`: the same JSON the web UI gets), drawn by
+    `renderer` (the family's script that sets `AttnView.render`; "": the common card)."""
     page = template("report.html")
-    parts = {"{{style}}": template("attention.css"), "{{script}}": template("attention.js"),
+    parts = {"{{style}}": template("attention.css"), "{{script}}": template("attention.js") + "\n" + renderer,
              "{{title}}": html.escape(title), "{{data}}": embed_json(records)}  # fmt: skip
     for key, value in parts.items():
         page = page.replace(key, value)
     return page
 
 
-def write_report(records: list[dict], path: str | Path, title: str = "attnkit report") -> Path:
+def write_report(records: list[dict], path: str | Path, title: str = "attnkit report", renderer: str = "") -> Path:
     """Write the report atomically; returns its path."""
     path = Path(path)
-    atomic_write_text(path, render_report(records, title))
+    atomic_write_text(path, render_report(records, title, renderer))
     return path

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
 from attnkit.families.caption.infer import CaptionResult, caption_images
-from attnkit.families.protocol import Api, ApiRequest, Endpoint
+from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
 
 STATIC = resources.files("attnkit.families.caption") / "static"
 MAX_IMAGE_BYTES = 4 << 20
@@ -85,7 +85,8 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
 
 
 API = Api(
-    pages={"/caption": STATIC / "caption.html"},
-    assets={"caption.js": STATIC / "caption.js"},
+    pages={"/caption": Page("caption", STATIC / "caption.html", scripts=("caption.js",), styles=("caption.css",))},
+    assets={"caption.js": STATIC / "caption.js", "caption.css": STATIC / "caption.css", "caption-view.js": STATIC / "caption-view.js"},
     endpoints=(Endpoint("/v1/caption", CaptionRequest, CaptionResponse, batch_key, answer),),
+    renderer="caption-view.js",
 )

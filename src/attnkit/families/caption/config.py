@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, PositiveInt, model_validator
 
-from attnkit.config.schema import RunBase, Strict
+from attnkit.config.schema import Metric, RunBase, Strict
 
 
 class CaptionData(Strict):
@@ -86,6 +86,7 @@ class ShowAttendTell(Strict):
 class CaptionRun(RunBase):
     """An image captioning run: captioned images into a Show-Attend-Tell captioner."""
 
-    METRICS = ("bleu4",)
+    METRICS = (Metric("bleu4", "BLEU-4"),)
+    EARLY_STOPPING = "bleu4"
     data: CaptionData
     model: ShowAttendTell

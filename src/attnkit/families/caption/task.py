@@ -204,7 +204,7 @@ class CaptionTask:
                 loss, ce = caption_loss(model, batch, self.run.model.lambda_)
             loss_sum, ce_sum, n_tokens = loss_sum + loss.item(), ce_sum + ce.item(), n_tokens + self.size(batch)
         metrics = {"loss": loss_sum / n_tokens, "ce": ce_sum / n_tokens}
-        if t.eval_bleu:
+        if t.eval_decode:
             n = min(t.eval_max_sentences or len(split.names), len(split.names))
             hyps = []
             for start in range(0, n, 64):

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.families.parse.explore import explore, record
-from attnkit.families.protocol import Api, ApiRequest, Endpoint
+from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
 
 STATIC = resources.files("attnkit.families.parse") / "static"
 
@@ -62,7 +62,8 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
 
 
 API = Api(
-    pages={"/parse": STATIC / "parse.html"},
-    assets={"parse.js": STATIC / "parse.js"},
+    pages={"/parse": Page("parse", STATIC / "parse.html", scripts=("parse.js",))},
+    assets={"parse.js": STATIC / "parse.js", "parse-view.js": STATIC / "parse-view.js"},
     endpoints=(Endpoint("/v1/parse", ParseRequest, ParseResponse, batch_key, answer),),
+    renderer="parse-view.js",
 )

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import PositiveInt, model_validator
+from pydantic import PositiveInt
 
 from attnkit.config.models import Transformer
-from attnkit.config.schema import RunBase, Strict
+from attnkit.config.schema import Metric, RunBase, Strict
 from attnkit.errors import DataError
 
 SAMPLE = Path("..") / "shared" / "data" / "ptb_sample" / "treebank.zip"  # beside a checkout
@@ -75,15 +75,8 @@ class ParseModel(Transformer):
 class ParseRun(RunBase):
     """A parsing run: PTB trees, linearised, into the Transformer (`task: parsing`)."""
 
-    METRICS = ("f1",)
+    METRICS = (Metric("f1", "F1"),)
+    EARLY_STOPPING = "f1"
     task: Literal["parsing"]
     data: ParseData = ParseData()
     model: ParseModel = ParseModel()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _f1_by_default(cls, data: Any) -> Any:
-        """Early stopping on dev F1 unless the config says otherwise (the shared default is BLEU)."""
-        if isinstance(data, dict) and isinstance(data.get("train"), dict):
-            return {**data, "train": {"early_stopping": "f1", **data["train"]}}
-        return data

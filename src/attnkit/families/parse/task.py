@@ -1,6 +1,6 @@
 """The parsing task of the shared training loop (Vaswani et al. 2017, sec. 6.3): linearised trees
-(Vinyals et al. 2015), the label-smoothed loss summed over target symbols exactly as translation
-computes it, and validation by loss, perplexity and EVALB labelled F1 (COLLINS.prm) of greedy
+(Vinyals et al. 2015), the label-smoothed loss summed over target symbols (`families.forced`, shared
+with the other encoder-decoders), and validation by loss, perplexity and EVALB labelled F1 (COLLINS.prm) of greedy
 constrained parses of the dev trees.
 
 The data is prepared once (`attnkit.artifacts.prepared`), keyed by the treebank's bytes and the
@@ -22,10 +22,10 @@ from torch import nn
 
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.config.models import build_transformer
-from attnkit.data.batching import Batch, Example, TokenBatcher, collate, pad, sequence_lengths
+from attnkit.data.batching import Batch, Example, collate, pad, sequence_lengths
 from attnkit.data.vocab import PAD
 from attnkit.errors import ConfigError
-from attnkit.evaluate.metrics import perplexity
+from attnkit.families.forced import token_loss, validation_loss
 from attnkit.families.parse.codec import ParseVocabs, build_vocabs, encode_tags, encode_tree, leaf_table, vocabs_from_json, vocabs_to_json
 from attnkit.families.parse.config import ParseRun
 from attnkit.families.parse.constrained import LEAF, SymbolTables
@@ -34,8 +34,6 @@ from attnkit.families.parse.evalb_params import COLLINS
 from attnkit.families.parse.infer import parse_words, tag_accuracy
 from attnkit.families.parse.model import Parser
 from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_treebank, split_sample, split_wsj
-from attnkit.models.losses import label_smoothed_nll
-from attnkit.precision import autocast
 
 log = logging.getLogger("attnkit")
 
@@ -122,12 +120,11 @@ def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
 
 
 def batch_loss(model: nn.Module, batch: Batch, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed label-smoothed loss and NLL of a teacher-forced batch (as the translation task does);
+    """Summed label-smoothed loss and NLL of a teacher-forced batch (`forced.token_loss`);
     with a tagger (a `TaggedBatch`), plus the tags' summed cross-entropy in the loss."""
     memory = model.encode(batch.src, batch.src_keep)  # (B, S, D)
     features = model.decode(batch.tgt_in, memory, batch.src_keep)[0]  # (B, T, D)
-    keep = batch.tgt_out != PAD  # (B, T)
-    loss, nll = label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
+    loss, nll = token_loss(features, batch, model.output_weight, epsilon)
     if isinstance(batch, TaggedBatch) and getattr(model, "tagger", None) is not None:
         tag_logits = model.tag_logits(memory).float()  # (B, S, n_tags)
         loss = loss + F.cross_entropy(tag_logits.flatten(0, 1), batch.tags.flatten(), ignore_index=PAD, reduction="sum")
@@ -173,17 +170,11 @@ class ParseTask:
 
     @torch.inference_mode()
     def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
-        """Validation loss and perplexity, and (with `train.eval_bleu`) dev F1 of greedy parses."""
+        """Validation loss and perplexity, and (with `train.eval_decode`) dev F1 of greedy parses."""
         data, t = self.data, self.run.train
-        batcher = TokenBatcher(*sequence_lengths(data.valid), max_tokens=t.max_tokens, shuffle=False, seed=0)
-        loss_sum = nll_sum = n_tokens = 0.0
-        for index in batcher.epoch(0):
-            batch = tagged(data.valid, data.valid_tags, index).to(device)
-            with autocast(device, t.precision):
-                loss, nll = batch_loss(model, batch, t.label_smoothing)
-            loss_sum, nll_sum, n_tokens = loss_sum + loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
-        metrics = {"loss": loss_sum / n_tokens, "ppl": perplexity(nll_sum, n_tokens)}
-        if t.eval_bleu:
+        collate = partial(tagged, data.valid, data.valid_tags)
+        metrics = validation_loss(data.valid, collate, lambda batch: batch_loss(model, batch, t.label_smoothing), t, device)
+        if t.eval_decode:
             n = t.eval_max_sentences or len(data.dev_gold)
             decode = self.run.decode.with_overrides(beam=t.eval_beam, nbest=1)
             metrics.update(dev_f1(model, self.vocabs, data.dev_gold[:n], decode, device))

@@ -8,7 +8,7 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.protocol import Api, ApiRequest, Endpoint
+from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
 from attnkit.families.sentence.infer import ClassifyResult, classify_texts
 
 STATIC = resources.files("attnkit.families.sentence") / "static"
@@ -50,7 +50,8 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
 
 
 API = Api(
-    pages={"/classify": STATIC / "classify.html"},
-    assets={"classify.js": STATIC / "classify.js"},
+    pages={"/classify": Page("classify", STATIC / "classify.html", scripts=("classify.js",))},
+    assets={"classify.js": STATIC / "classify.js", "classify-view.js": STATIC / "classify-view.js"},
     endpoints=(Endpoint("/v1/classify", ClassifyRequest, ClassifyResponse, batch_key, answer),),
+    renderer="classify-view.js",
 )

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, PositiveInt, model_validator
 
-from attnkit.config.schema import RunBase, Strict
+from attnkit.config.schema import Metric, RunBase, Strict
 
 
 class ClassifyData(Strict):
@@ -83,7 +83,8 @@ class Sase(Strict):
 class SentenceRun(RunBase):
     """A sentence classification run: labelled sentences (or pairs) into a self-attentive classifier."""
 
-    METRICS = ("accuracy",)
+    METRICS = (Metric("accuracy", "accuracy", "{:.4f}"),)
+    EARLY_STOPPING = "accuracy"
     data: ClassifyData
     model: Sase
 

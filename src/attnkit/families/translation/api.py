@@ -8,7 +8,7 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.protocol import Api, ApiRequest, Endpoint
+from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
 from attnkit.families.translation.explore import explore, explore_decode, record
 
 STATIC = resources.files("attnkit.families.translation") / "static"
@@ -66,7 +66,7 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
 
 
 API = Api(
-    pages={"/": STATIC / "index.html"},
+    pages={"/": Page("translate", STATIC / "translate.html", scripts=("translate.js",))},
     assets={"translate.js": STATIC / "translate.js"},
     endpoints=(Endpoint("/v1/translate", TranslateRequest, TranslateResponse, batch_key, answer),),
 )

@@ -4,10 +4,25 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 from attnkit.config.models import Transformer
-from attnkit.config.schema import CheckPolicy, RunBase, Strict
+from attnkit.config.schema import Metric, RunBase, Strict
+
+Action = Literal["fail", "warn", "skip"]
+
+
+class CheckPolicy(Strict):
+    """What `attnkit data check` (run before training) does with each kind of finding."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    mismatch: Action = "fail"
+    not_utf8: Action = "fail"
+    blank: Action = "skip"
+    too_long: Action = "skip"
+    copy_: Action = Field("warn", alias="copy")  # source == target (`copy` is a pydantic method name)
+    duplicate: Action = "warn"
+    ratio: Action = "warn"
 
 
 class FilePair(Strict):
@@ -91,7 +106,7 @@ class TeacherForcing(Strict):
 
 
 class Rnn(Strict):
-    """RNN encoder-decoder (attnkit.models.rnn): `attention` none | context | bahdanau | luong."""
+    """RNN encoder-decoder (attnkit.families.translation.rnn): `attention` none | context | bahdanau | luong."""
 
     kind: Literal["rnn"]
     attention: Literal["none", "context", "bahdanau", "luong"] = "bahdanau"
@@ -128,6 +143,7 @@ Model = Annotated[Transformer | Rnn, Field(discriminator="kind")]
 class TranslationRun(RunBase):
     """A translation run: parallel text into an encoder-decoder."""
 
-    METRICS = ("bleu",)
+    METRICS = (Metric("bleu", "BLEU"),)
+    EARLY_STOPPING = "bleu"
     data: Data
     model: Model = Transformer()

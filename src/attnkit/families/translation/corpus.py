@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnkit.data.synthetic import generate
 from attnkit.data.text import read_parallel
 from attnkit.errors import DataError
 from attnkit.families.translation.config import Data
+from attnkit.families.translation.synthetic import generate
 
 Split = tuple[str, str] | list[tuple[str, str]]  # (src path, tgt path) or in-memory pairs
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.data.text import read_parallel
-from attnkit.evaluate.bleu import score_translations
+from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.translate import translate
 
 

@@ -7,7 +7,7 @@ from torch import nn
 from attnkit.config.models import Transformer, build_transformer
 from attnkit.families.translation.codec import Vocabs
 from attnkit.families.translation.config import Rnn, TranslationRun
-from attnkit.models.rnn import RNNSeq2Seq
+from attnkit.families.translation.rnn import RNNSeq2Seq
 
 
 def build(run: TranslationRun, vocabs: Vocabs) -> nn.Module:

@@ -17,11 +17,11 @@ import torch
 from torch import nn
 
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
-from attnkit.data.batching import Batch, Example, TokenBatcher, collate, sequence_lengths
+from attnkit.data.batching import Batch, Example, collate, sequence_lengths
 from attnkit.data.tokenizers import SentencePieceTokenizer
-from attnkit.data.vocab import PAD
-from attnkit.evaluate.bleu import score_translations
-from attnkit.evaluate.metrics import attention_entropy, perplexity
+from attnkit.evaluate.metrics import attention_entropy
+from attnkit.families.forced import token_loss, validation_loss
+from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.codec import Vocabs, encode_sources, vocabs_from_json, vocabs_to_json
 from attnkit.families.translation.config import Rnn, TranslationRun
 from attnkit.families.translation.corpus import corpus_splits
@@ -29,9 +29,7 @@ from attnkit.families.translation.forcing import teacher_forcing_ratio
 from attnkit.families.translation.model import build
 from attnkit.families.translation.prepare import prepare_translation
 from attnkit.families.translation.translate import detokenize, search_ids
-from attnkit.models.losses import label_smoothed_nll
 from attnkit.models.transformer import Transformer
-from attnkit.precision import autocast
 
 
 @dataclass
@@ -97,10 +95,8 @@ def batch_loss(model: nn.Module, batch: Batch, epsilon: float, **forcing: float)
     `forcing` is passed to `model.features` (an RNN decoder's `teacher_forcing` ratio).
     """
     features = model.features(batch.src, batch.src_keep, batch.tgt_in, **forcing)  # (B, T, D)
-    keep = batch.tgt_out != PAD  # (B, T)
-    if isinstance(model, Transformer) and model.final_logits_bias is not None:  # imported Marian models: logits with their bias
-        return label_smoothed_nll(model.logits(features[keep]), batch.tgt_out[keep], epsilon=epsilon, ignore_index=PAD)
-    return label_smoothed_nll(features[keep], batch.tgt_out[keep], weight=model.output_weight, epsilon=epsilon, ignore_index=PAD)
+    bias = model.final_logits_bias if isinstance(model, Transformer) else None  # imported Marian models
+    return token_loss(features, batch, model.output_weight, epsilon, bias)
 
 
 def attention_health(model: nn.Module, batch: Batch) -> dict[str, float]:
@@ -145,16 +141,9 @@ class TranslationTask:
     def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
         """Validation loss, perplexity, attention entropy and (optionally) BLEU and exact match."""
         run, data, t = self.run, self.data, self.run.train
-        batcher = TokenBatcher(*sequence_lengths(data.valid), max_tokens=t.max_tokens, shuffle=False, seed=0)
-        loss_sum = nll_sum = n_tokens = 0.0
-        for index in batcher.epoch(0):
-            batch = collate(data.valid, index).to(device)
-            with autocast(device, t.precision):
-                loss, nll = batch_loss(model, batch, t.label_smoothing)
-            loss_sum, nll_sum, n_tokens = loss_sum + loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
-        metrics = {"loss": loss_sum / n_tokens, "ppl": perplexity(nll_sum, n_tokens)}
+        metrics = validation_loss(data.valid, partial(collate, data.valid), lambda batch: batch_loss(model, batch, t.label_smoothing), t, device)
         metrics.update(attention_health(model, collate(data.valid, list(range(min(32, len(data.valid))))).to(device)))
-        if t.eval_bleu:
+        if t.eval_decode:
             n = t.eval_max_sentences or len(data.valid_src)
             decode = run.decode.with_overrides(beam=t.eval_beam, nbest=1)
             hyps = [detokenize(data.vocabs, nbest[0]) for nbest in search_ids(model, data.valid_src[:n], decode, device=device)]

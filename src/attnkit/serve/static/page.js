@@ -1,4 +1,4 @@
-// Helpers shared by the translate and classify pages.
+// Helpers shared by every family's page (the template serve/static/page.html loads this script).
 "use strict";
 
 const Page = {

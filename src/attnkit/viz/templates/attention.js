@@ -1,8 +1,8 @@
 // Attention views shared by the static report (inlined) and the web UI (served): plain JavaScript,
-// no dependencies. Records are the JSON of attnkit.viz.explore.record (translation), of the
-// classify API (label, probs, tokens, attention per hop), and of a family whose output is text
-// about an image (also an input image and per-word overlays as data URIs), and of a parser (also the
-// tree drawn as SVG).
+// no dependencies. A record is the common JSON of docs/explorer.md (source, text, n-best,
+// maps); `AttnView.render(container, record)` draws one as a card (`card`). A model family whose
+// records carry more sets `AttnView.render` in its renderer script (`Api.renderer`), built from the
+// helpers returned here; the core never asks which family a record comes from.
 "use strict";
 
 const AttnView = (() => {
@@ -122,69 +122,25 @@ const AttnView = (() => {
     return el("div", {class: "attn-scroll"}, [table]);
   }
 
-  // An attention figure over an image (a captioner's record): the input image, then one panel per
-  // output word, the image with that word's attention overlaid (record.image, record.overlays[t].src:
-  // data URIs made by the family, so the report stays offline).
-  function renderOverlays(container, record) {
-    const panel = (src, word, cls) => el("figure", {class: `attn-panel ${cls}`}, [el("img", {src, alt: word}), el("figcaption", {text: word})]);
-    const strip = el("div", {class: "attn-overlays"}, [panel(record.image, "input", "attn-input")]);
-    for (const o of record.overlays) strip.appendChild(panel(o.src, o.word, "attn-word"));
-    container.appendChild(strip);
-  }
-
-  // A parse's tree drawing (record.svg, the family's SVG markup) as an image: a data URI, so no markup
-  // of the record enters the page itself and the report stays offline.
-  function renderTree(record) {
-    const src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(record.svg);
-    return el("figure", {class: "attn-tree"}, [el("img", {src, alt: record.text})]);
-  }
-
-  // One translated sentence (or parse): source, output, n-best list with scores, the tree drawing of a
-  // parse, attention view.
-  function renderTranslation(container, record) {
-    const card = el("section", {class: "attn-card"});
-    card.appendChild(el("div", {class: "attn-source", text: record.source}));
-    card.appendChild(el("div", {class: "attn-output", text: record.text}));
-    const nbest = el("ol", {class: "attn-nbest"});
-    for (const h of record.nbest) {
-      nbest.appendChild(el("li", {}, [el("span", {class: "attn-score", text: h.score.toFixed(3)}),
-                                      el("span", {text: (h.text || "(empty)") + (h.finished ? "" : " \u2026 (cut at max length)")})]));
+  // A record's card: its source, its output, the n-best list with scores (when it has one), what
+  // `extra(card)` adds (a family's picture of the output), then the attention view of its maps.
+  function card(container, record, extra) {
+    const section = el("section", {class: "attn-card"});
+    section.appendChild(el("div", {class: "attn-source", text: record.source}));
+    section.appendChild(el("div", {class: "attn-output", text: record.text}));
+    if (record.nbest) {
+      const nbest = el("ol", {class: "attn-nbest"});
+      for (const h of record.nbest) {
+        nbest.appendChild(el("li", {}, [el("span", {class: "attn-score", text: h.score.toFixed(3)}),
+                                        el("span", {text: (h.text || "(empty)") + (h.finished ? "" : " \u2026 (cut at max length)")})]));
+      }
+      section.appendChild(el("details", {}, [el("summary", {text: `${record.nbest.length}-best list`}), nbest]));
     }
-    card.appendChild(el("details", {}, [el("summary", {text: `${record.nbest.length}-best list`}), nbest]));
-    if (record.svg) card.appendChild(renderTree(record));
-    if (record.overlays) renderOverlays(card, record);
-    if (record.maps) renderMaps(card, record.maps);
-    container.appendChild(card);
+    if (extra) extra(section);
+    if (record.maps) renderMaps(section, record.maps);
+    container.appendChild(section);
+    return section;
   }
 
-  // One classified text: label, probabilities, the tokens shaded by one hop or the hop average.
-  function renderClassification(container, record) {
-    const card = el("section", {class: "attn-card"});
-    card.appendChild(el("div", {class: "attn-source", text: record.text}));
-    card.appendChild(el("div", {class: "attn-output", text: record.label}));
-    const probs = el("ul", {class: "attn-probs"});
-    for (const [label, p] of Object.entries(record.probs).sort((a, b) => b[1] - a[1])) {
-      const bar = el("span", {class: "attn-bar"});
-      bar.style.width = `${(100 * p).toFixed(1)}%`;
-      probs.appendChild(el("li", {}, [el("span", {class: "attn-score", text: p.toFixed(3)}), el("span", {text: label}), bar]));
-    }
-    card.appendChild(probs);
-    if (record.attention && record.attention.length) {  // [] without attention pooling
-      const hops = record.attention;
-      const picker = select("attn-hop", [["mean", "mean over hops"], ...hops.map((_, r) => [String(r), `hop ${r + 1}`])], "hop");
-      const strip = tokenStrip("attn-keys", record.tokens);
-      const input = picker.querySelector("select");
-      const draw = () => {
-        const weights = input.value === "mean" ? meanOverHeads(hops.map((h) => [h]))[0] : hops[Number(input.value)];
-        const top = Math.max(...weights) || 1;
-        setWeights([...strip.children], weights.map((w) => w / top));
-      };
-      input.addEventListener("change", draw);
-      card.append(el("div", {class: "attn-controls"}, [picker]), strip);
-      draw();
-    }
-    container.appendChild(card);
-  }
-
-  return {renderTranslation, renderClassification, renderMaps, renderOverlays};
+  return {el, select, meanOverHeads, shade, tokenStrip, setWeights, renderMaps, card, render: card};
 })();

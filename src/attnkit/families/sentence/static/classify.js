@@ -5,5 +5,5 @@ Page.models("classification");
 document.getElementById("classify-form").addEventListener("submit", (event) => {
   event.preventDefault();
   Page.submit("/v1/classify", {model: document.getElementById("model").value || null, texts: Page.lines(), attention: true},
-              AttnView.renderClassification);
+              AttnView.render);
 });

@@ -1,4 +1,4 @@
-// The translate page: POST /v1/translate with attention, render each result with AttnView.
+// The translate page: POST /v1/translate with attention, render each result with AttnView.render (the common card).
 "use strict";
 
 Page.models("translation").then((models) => {
@@ -16,5 +16,5 @@ document.getElementById("translate-form").addEventListener("submit", (event) => 
   Page.submit("/v1/translate", {
     model: document.getElementById("model").value || null, texts: Page.lines(), attention: true,
     beam: number("beam"), alpha: number("alpha"), words: document.getElementById("words").checked,
-  }, AttnView.renderTranslation);
+  }, AttnView.render);
 });

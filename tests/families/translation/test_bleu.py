@@ -6,7 +6,7 @@ import pytest
 import sacrebleu
 
 from attnkit.errors import DataError
-from attnkit.evaluate.bleu import score_translations
+from attnkit.families.translation.bleu import score_translations
 
 HYPS = ["The cat sat on the mat.", "a dog barked loudly", "It is raining today !", "Hello World"]
 REFS = ["The cat sat on the mat.", "A dog barked loudly.", "It's raining today!", "hello world"]

@@ -10,7 +10,7 @@ from attnkit.data.vocab import BOS, EOS, PAD
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.families.translation.forcing import teacher_forcing_ratio
-from attnkit.models.rnn import RNNSeq2Seq
+from attnkit.families.translation.rnn import RNNSeq2Seq
 
 VARIANTS = {
     "none": dict(attention="none"),

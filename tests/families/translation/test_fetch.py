@@ -1,4 +1,4 @@
-"""Tests for attnkit.data.fetch: copy and download paths, checksums, atomic writes. No internet:
+"""Tests for attnkit.families.translation.fetch: copy and download paths, checksums, atomic writes. No internet:
 downloads come from a local http.server on 127.0.0.1 serving a temporary folder."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from attnkit.data import fetch
-from attnkit.data.fetch import MULTI30K_SHA256, fetch_multi30k
 from attnkit.errors import DataError
+from attnkit.families.translation import fetch
+from attnkit.families.translation.fetch import MULTI30K_SHA256, fetch_multi30k
 
 VAL = {"langs": ("en", "de"), "splits": ("val",)}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnkit.models.rnn import RNNSeq2Seq
+from attnkit.families.translation.rnn import RNNSeq2Seq
 
 DECODERS = {"luong-general": {"attention": "luong", "score": "general"}, "luong-dot": {"attention": "luong", "score": "dot"},
             "bahdanau": {"attention": "bahdanau", "attn_dim": 6}}  # fmt: skip

@@ -36,10 +36,10 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.attention.additive import AdditiveAttention
 from attnkit.attention.luong import AttentionalLayer, LuongAttention
+from attnkit.families.translation.rnn_bptt import bahdanau_loop, luong_loop
 from attnkit.models.dropout import Dropout
 from attnkit.models.dropout import dropout as between_layers
 from attnkit.models.maps import AttentionMaps
-from attnkit.models.rnn_bptt import bahdanau_loop, luong_loop
 from attnkit.precision import compute_dtype
 
 AttentionKind = Literal["none", "context", "bahdanau", "luong"]

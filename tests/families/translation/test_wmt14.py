@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import main
-from attnkit.data import wmt14
+from attnkit.families.translation import wmt14
 from attnkit.families.translation.config import Data
 from attnkit.families.translation.corpus import corpus_splits
 

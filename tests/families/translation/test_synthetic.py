@@ -1,10 +1,10 @@
-"""Tests for attnkit.data.synthetic: seeded, and the tasks do what they say."""
+"""Tests for attnkit.families.translation.synthetic: seeded, and the tasks do what they say."""
 
 from __future__ import annotations
 
 import pytest
 
-from attnkit.data.synthetic import generate
+from attnkit.families.translation.synthetic import generate
 
 
 def numbers(text: str) -> list[int]:
