@@ -7,6 +7,9 @@ from typing import Literal
 from pydantic import ConfigDict, Field, PositiveInt, model_validator
 
 from attnkit.config.schema import RunBase, Strict
+from attnkit.extras import Need
+
+SCORERS = Need("validation's caption BLEU-4 (train.eval_bleu; off: --set train.eval_bleu=false)", ("pycocoevalcap",))
 
 
 class CaptionData(Strict):
@@ -89,3 +92,7 @@ class CaptionRun(RunBase):
     METRICS = ("bleu4",)
     data: CaptionData
     model: ShowAttendTell
+
+    def needs(self) -> tuple[Need, ...]:
+        """Validation scores BLEU-4 with pycocoevalcap (`scores.bleu4`) unless train.eval_bleu is off."""
+        return (SCORERS,) if self.train.eval_bleu else ()
