@@ -92,7 +92,7 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     """Caption every image of --images with the run's decoding settings and score against --captions."""
     if not args.images or not args.captions:
         raise AttnkitError(f"{args.run}: a captioner: evaluate it with --images DIR_OR_ZIP --captions FILE")
-    extras.require(f"attnkit evaluate's {FEATURE}", "pycocoevalcap")  # before loading and captioning
+    extras.require(f"attnkit evaluate ({FEATURE})", "pycocoevalcap")  # before loading and captioning
     loaded = load()
     d = loaded.run.data
     captioned, source = read_captioned_images(args.captions, args.images, image_column=d.image_column, caption_column=d.caption_column)

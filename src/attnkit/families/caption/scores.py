@@ -21,7 +21,7 @@ from attnkit import extras
 from attnkit.errors import AttnkitError
 from attnkit.families.caption.codec import words
 
-FEATURE = "caption metrics"  # what needs pycocoevalcap, as the missing-package line says it (`attnkit.extras`)
+FEATURE = "scoring captions"  # what needs pycocoevalcap, as the missing-package line says it (`attnkit.extras`)
 
 
 def _scorers() -> dict:
