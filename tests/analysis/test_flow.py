@@ -49,5 +49,5 @@ def test_flow_equals_networkx_maximum_flow_on_random_graphs(seed):
 
 def test_missing_networkx_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "networkx", None)  # import networkx now raises ImportError
-    with pytest.raises(AttnkitError, match=r"^networkx is not installed: pip install 'attnkit\[analysis\]'$"):
+    with pytest.raises(AttnkitError, match=r"^attention flow needs networkx, which is not installed: pip install 'attnkit\[analysis\]'$"):
         attention_flow([A1[None]])

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnkit.analysis.extras import require
 from attnkit.errors import AttnkitError
+from attnkit.extras import load
 
 STEPS = 50  # Gauss-Legendre points tried first; the tests check completeness within 1% at this count
 MAX_STEPS = 800  # the last count tried before the check fails
@@ -82,7 +82,7 @@ def _score(f: ScoreFn, x: Tensor) -> float:
 
 def input_x_gradient(f: ScoreFn, embeddings: Tensor, reduce: str = "sum") -> Attribution:
     """Input x gradient of f at `embeddings` (T, D) or (1, T, D): -> per-token scores (T,)."""
-    captum_attr = require("captum.attr")
+    captum_attr = load("captum.attr", "attributions (input x gradient, integrated gradients)")
     x = _batched(embeddings).detach().float()  # (1, T, D)
     attr = captum_attr.InputXGradient(f).attribute(x.clone().requires_grad_(True))  # (1, T, D)
     return Attribution(_reduce(attr.detach(), reduce), _score(f, x))
@@ -110,7 +110,7 @@ def integrated_gradients(
     Raises:
         AttnkitError: the completeness check failed (names the figures and the step count).
     """
-    captum_attr = require("captum.attr")
+    captum_attr = load("captum.attr", "attributions (input x gradient, integrated gradients)")
     x = _batched(embeddings).detach().float()  # (1, T, D)
     base = torch.zeros_like(x) if baseline is None else _batched(baseline).detach().float()  # (1, T, D)
     ig = captum_attr.IntegratedGradients(f)

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from attnkit.analysis.extras import require
 from attnkit.analysis.rollout import augmented
+from attnkit.extras import load
 
 
 def flow_graph(mats: Sequence[Tensor]):
@@ -35,7 +35,7 @@ def flow_graph(mats: Sequence[Tensor]):
     Node `(l, i)` is position i after layer l (l = 0: the input tokens); the edge `(l, q) -> (l - 1, k)`
     has `capacity` mats[l - 1][q, k]; edges of capacity 0 are left out.
     """
-    nx = require("networkx")
+    nx = load("networkx", "attention flow")
     graph = nx.DiGraph()
     for l, a in enumerate(mats, start=1):
         graph.add_nodes_from((l, i) for i in range(a.size(0)))
@@ -64,7 +64,7 @@ def attention_flow(
     Returns:
         (Tq, T) flows, Tq = len(queries) or T.
     """
-    nx = require("networkx")
+    nx = load("networkx", "attention flow")
     mats = augmented(layers, heads, residual)
     graph = flow_graph(mats)
     L, T = len(mats), mats[0].size(0)

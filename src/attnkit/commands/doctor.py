@@ -1,4 +1,5 @@
-"""`attnkit doctor`: what this machine has that makes attnkit fast, and what each missing piece costs.
+"""`attnkit doctor`: what this machine has that makes attnkit fast, which optional extras are installed,
+and what each missing piece costs.
 
 The costs are the figures measured in README.md and docs/training.md (2-core AMD EPYC, m30k-small).
 """
@@ -36,7 +37,16 @@ def checks() -> list[tuple[str, bool, str, str]]:
          "train on the CPU (m30k-small: 40 minutes for 35 BLEU on 2 cores)"),
         ("chromium", chromium is not None, chromium or "not found",
          "the web UI's browser test is skipped; Debian: apt-get install chromium"),
+        *extra_checks(),
     ]  # fmt: skip
+
+
+def extra_checks() -> list[tuple[str, bool, str, str]]:
+    """One row per optional extra (`attnkit.extras`): its packages, which are missing, and how to install them."""
+    from attnkit.extras import report
+
+    return [(f"attnkit[{extra.name}]", not lacking, ", ".join(extra.modules) + (f" (missing: {', '.join(lacking)})" if lacking else ""),
+             f"no {extra.purpose}; {extra.install}") for extra, lacking in report()]  # fmt: skip
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -48,7 +58,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "doctor",
-        help="what this machine has that makes attnkit fast",
-        description="Print the CPU and its instruction sets, torch and its threads, bf16 and int8 support, jemalloc, GPUs and chromium, and what each missing piece costs.",
+        help="what this machine has that makes attnkit fast, and which optional extras are installed",
+        description="Print the CPU and its instruction sets, torch and its threads, bf16 and int8 support, jemalloc, GPUs, chromium and "
+        "the optional extras (attnkit[serve], ...), and what each missing piece costs.",
     )
     p.set_defaults(func=cmd_doctor)

@@ -62,6 +62,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from attnkit import extras
+
+    extras.require("attnkit serve", "fastapi", "uvicorn")  # before the app (it imports fastapi) and the models load
     from attnkit.serve.app import Batching, Limits, serve
 
     serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars),

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
 
 from attnkit.config.load import validation_error
+from attnkit.extras import Need
 
 DEFAULT_MODEL_KIND = "transformer"  # a config without model.kind: the paper's model
 RENAMED_TRAIN_KEYS = {"eval_bleu": "eval_decode"}  # old name -> new name: still read, with a deprecation notice
@@ -170,3 +171,9 @@ class RunBase(Strict):
         if self.train.early_stopping not in allowed:
             raise ValueError(f"train.early_stopping: {self.train.early_stopping} is not measured for a {self.model.kind} model; use {' or '.join(allowed)}")
         return self
+
+    def needs(self) -> tuple[Need, ...]:
+        """The optional packages training this run will import (`attnkit.extras`): checked before any work starts.
+
+        A family whose training imports one (captioning's validation scorers) overrides this."""
+        return ()

@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from attnkit import extras
 from attnkit.allocator import limit_primitive_cache
 from attnkit.artifacts.checkpoint import (
     checkpoint_dirs,
@@ -253,7 +254,11 @@ def train(
     Launched by torchrun, each process trains one rank; only rank 0 reports events. Rank 0 locks
     `run_dir` before anything else (a run folder that another process holds is refused); the other
     ranks of its job wait for it at the first barrier and write nothing.
+
+    Raises:
+        MissingExtra: an optional package the run needs (`run.needs()`) is missing: said before `run_dir` is made.
     """
+    extras.check(run.needs())
     limit_primitive_cache(run.train.kernel_cache)
     device = pick_device(run.train.device)
     run_dir = Path(run_dir)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnkit import extras
 from attnkit.artifacts.checkpoint import checkpoint_dirs, find_checkpoint
 from attnkit.artifacts.lock import locked
 from attnkit.config.load import read_yaml
@@ -97,11 +98,14 @@ def run_sweep(sweep: Sweep, out: str | Path, *, jobs: int = 1, data_dir: str | N
 
     Raises:
         ConfigError: a variant's config is invalid, or `out` holds another sweep.
+        MissingExtra: a variant needs an optional package that is not installed.
         RunInUseError: another process holds `out` (or a row's folder).
         TrainingError: a row's process failed (its log is named).
     """
     out = Path(out)
     runs = {v.name: load_config(sweep.config, sweep.overrides(v)) for v in sweep.variants}
+    for run in runs.values():  # a missing optional package is one line before the sweep folder is made
+        extras.check(run.needs())
     with locked(out, create=True):
         _claim(sweep, out)
         metrics = type(next(iter(runs.values()))).METRICS  # one base config: one family

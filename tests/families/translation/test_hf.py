@@ -235,7 +235,9 @@ def test_missing_transformers_is_one_line(trained_post: Path, tmp_path: Path, ca
 
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers -> ImportError
     assert main(["export", str(trained_post), "--format", "hf", "--out", str(tmp_path / "hf")]) == 2
-    assert capsys.readouterr().err.strip() == "attnkit: error: transformers is not installed: pip install 'attnkit[hf]'"
+    err = capsys.readouterr().err.strip()
+    assert err == "attnkit: error: attnkit export --format hf needs transformers, which is not installed: pip install 'attnkit[hf]'"
+    assert not (tmp_path / "hf").exists()
 
 
 def _finetune_config(tmp_path: Path, model: str = "") -> Path:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from attnkit import extras
 from attnkit.artifacts.runs import LoadedRun, load_run
 from attnkit.config.args import add_checkpoint, positive_int
 from attnkit.errors import AttnkitError
@@ -14,7 +15,7 @@ from attnkit.families.caption.captions import read_captioned_images
 from attnkit.families.caption.figure import attention_strip
 from attnkit.families.caption.images import open_image, resize_for_encoder
 from attnkit.families.caption.infer import caption_images
-from attnkit.families.caption.scores import coco_scores
+from attnkit.families.caption.scores import FEATURE, coco_scores
 from attnkit.families.protocol import add_once
 
 
@@ -91,6 +92,7 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     """Caption every image of --images with the run's decoding settings and score against --captions."""
     if not args.images or not args.captions:
         raise AttnkitError(f"{args.run}: a captioner: evaluate it with --images DIR_OR_ZIP --captions FILE")
+    extras.require(f"attnkit evaluate ({FEATURE})", "pycocoevalcap")  # before loading and captioning
     loaded = load()
     d = loaded.run.data
     captioned, source = read_captioned_images(args.captions, args.images, image_column=d.image_column, caption_column=d.caption_column)

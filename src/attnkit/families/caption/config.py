@@ -7,6 +7,9 @@ from typing import Literal
 from pydantic import ConfigDict, Field, PositiveInt, model_validator
 
 from attnkit.config.schema import Metric, RunBase, Strict
+from attnkit.extras import Need
+
+SCORERS = Need("validation's caption BLEU-4 (train.eval_decode; off: --set train.eval_decode=false)", ("pycocoevalcap",))
 
 
 class CaptionData(Strict):
@@ -90,3 +93,7 @@ class CaptionRun(RunBase):
     EARLY_STOPPING = "bleu4"
     data: CaptionData
     model: ShowAttendTell
+
+    def needs(self) -> tuple[Need, ...]:
+        """Validation scores BLEU-4 with pycocoevalcap (`scores.bleu4`) unless train.eval_decode is off."""
+        return (SCORERS,) if self.train.eval_decode else ()

@@ -26,7 +26,8 @@ from torch import Tensor, nn
 
 from attnkit.artifacts.checkpoint import save_safetensors
 from attnkit.artifacts.prepared import data_key, prepared
-from attnkit.errors import CheckpointError, DataError
+from attnkit.errors import CheckpointError, DataError, MissingExtra
+from attnkit.extras import install_command
 from attnkit.families.caption import lite0
 from attnkit.families.caption.images import ImageSource
 
@@ -60,7 +61,7 @@ def weights_available() -> bool:
     """Whether the Lite0 ImageNet weights package is installed."""
     try:
         lite0.find_weights()
-    except CheckpointError:
+    except (CheckpointError, MissingExtra):
         return False
     return True
 
@@ -68,7 +69,8 @@ def weights_available() -> bool:
 def effective_encoder(requested: str) -> str:
     """The encoder a new run trains: ``lite0`` falls back to ``small_cnn`` without the weights (logged)."""
     if requested == "lite0" and not weights_available():
-        log.warning("EfficientNet-Lite0 weights (%s) not installed: training the small CNN from scratch instead", lite0.WEIGHTS_PACKAGE)
+        log.warning("EfficientNet-Lite0 weights (%s) not installed: training the small CNN from scratch instead (for the weights: %s)",
+                    lite0.WEIGHTS_PACKAGE, install_command(lite0.WEIGHTS_MODULE))  # fmt: skip
         return "small_cnn"
     return requested
 

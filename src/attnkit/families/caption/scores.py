@@ -17,24 +17,23 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from attnkit import extras
 from attnkit.errors import AttnkitError
 from attnkit.families.caption.codec import words
 
+FEATURE = "scoring captions"  # what needs pycocoevalcap, as the missing-package line says it (`attnkit.extras`)
+
 
 def _scorers() -> dict:
-    try:
-        from pycocoevalcap.bleu.bleu import Bleu
-        from pycocoevalcap.cider.cider import Cider
-        from pycocoevalcap.rouge.rouge import Rouge
-    except ImportError:
-        raise AttnkitError("caption metrics need pycocoevalcap (pip install --no-deps pycocoevalcap==1.2)") from None
+    Bleu = extras.load("pycocoevalcap.bleu.bleu", FEATURE).Bleu
+    Cider = extras.load("pycocoevalcap.cider.cider", FEATURE).Cider
+    Rouge = extras.load("pycocoevalcap.rouge.rouge", FEATURE).Rouge
     return {"bleu": Bleu(4), "cider": Cider(), "rouge_l": Rouge()}
 
 
 def bleu4(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
     """Corpus BLEU-4 (0-100) of tokenized hypotheses against their references (`codec.words` tokens)."""
-    from pycocoevalcap.bleu.bleu import Bleu
-
+    Bleu = extras.load("pycocoevalcap.bleu.bleu", FEATURE).Bleu
     gts, res = _tokenized(hypotheses, references)
     with contextlib.redirect_stdout(io.StringIO()):  # the scorer prints its counts
         score, _ = Bleu(4).compute_score(gts, res)
@@ -71,7 +70,8 @@ def coco_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]], 
     """BLEU-1..4, CIDEr, ROUGE-L (and METEOR with Java) of one hypothesis per image (0-100).
 
     Raises:
-        AttnkitError: pycocoevalcap is not installed, or the lists differ in length.
+        MissingExtra: pycocoevalcap is not installed.
+        AttnkitError: the lists differ in length.
     """
     if len(hypotheses) != len(references) or not hypotheses:
         raise AttnkitError(f"{len(hypotheses)} captions for {len(references)} images")

@@ -14,7 +14,7 @@ from attnkit.errors import AttnkitError
 from attnkit.families.protocol import add_once
 from attnkit.families.translation.evaluate import evaluate_run
 from attnkit.families.translation.export import ctranslate2_model, onnx_graphs
-from attnkit.families.translation.export.bundle import write_bundle
+from attnkit.families.translation.export.bundle import require_engine, write_bundle
 from attnkit.families.translation.hf import export as hf_export
 from attnkit.families.translation.hf.importer import import_marian
 from attnkit.families.translation.translate import translate
@@ -102,6 +102,7 @@ def _warn_int8(quantization: str | None) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     if args.quantization and args.format != "ctranslate2":
         raise AttnkitError(f"--quantization {args.quantization}: only for --format ctranslate2 (ONNX and hf exports are float32)")
+    require_engine(args.format)  # a missing engine is one line before the run loads
     loaded = load_run(args.run, args.family, args.checkpoint)
     if args.format == "ctranslate2":
         _warn_int8(args.quantization)

@@ -8,7 +8,6 @@ replaced only if it is an earlier attnkit export. `read_bundle` is the inverse, 
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from attnkit import __version__
+from attnkit import __version__, extras
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.errors import AttnkitError, CheckpointError
@@ -24,15 +23,17 @@ from attnkit.families.translation.codec import Vocabs, encode_sources, vocabs_fr
 from attnkit.io import atomic_dir, atomic_write_text
 
 MANIFEST = "attnkit-export.json"
-INSTALL = "pip install 'attnkit[export]'"
+ENGINES = {"ctranslate2": ("ctranslate2",), "onnx": ("onnx", "onnxscript"), "hf": ("transformers",)}  # what `attnkit export --format F` imports
 
 
 def optional(package: str) -> ModuleType:
-    """Import an optional package, or raise one error line saying how to install it."""
-    try:
-        return importlib.import_module(package)
-    except ImportError:
-        raise AttnkitError(f"the {package} package is not installed (it is optional): {INSTALL}") from None
+    """Import an optional package, or raise one error line saying how to install it (`attnkit.extras`)."""
+    return extras.load(package, f"the {package} engine of attnkit export")
+
+
+def require_engine(fmt: str) -> None:
+    """Check that the packages of `attnkit export --format fmt` are installed, before any work."""
+    extras.require(f"attnkit export --format {fmt}", *ENGINES.get(fmt, ()))
 
 
 @dataclass

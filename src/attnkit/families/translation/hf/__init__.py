@@ -9,17 +9,11 @@ only inside these commands: `require` says how to install it, in one line.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
-from attnkit.errors import AttnkitError
-
-INSTALL = "pip install 'attnkit[hf]'"
+from attnkit.extras import load
 
 
 def require(package: str = "transformers") -> ModuleType:
     """Import `transformers` (or `huggingface_hub`, which it brings), or raise one line saying how to install it."""
-    try:
-        return importlib.import_module(package)
-    except ImportError:
-        raise AttnkitError(f"{package} is not installed: {INSTALL}") from None
+    return load(package, "Hugging Face interop (export --format hf, import hf)")
