@@ -141,9 +141,9 @@ def load(source: str) -> HfModel:
     transformers.utils.logging.disable_progress_bar()
     try:
         config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=False)
-    except (ValueError, KeyError) as e:
+    except (ValueError, KeyError):
         kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
-        raise AttnkitError(f"{source}: unknown architecture (model_type {kind!r}; transformers {transformers.__version__}: {str(e).splitlines()[0]})") from None
+        raise AttnkitError(f"{source}: unknown architecture: model_type {kind!r} is not one transformers {transformers.__version__} knows") from None
     cls = model_class(transformers, config, source)
     extra = {"device_map": "auto"} if importlib.util.find_spec("accelerate") else {}
     try:
