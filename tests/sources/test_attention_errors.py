@@ -105,3 +105,16 @@ def test_missing_transformers_says_what_to_install(monkeypatch, tmp_path, hf_fol
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers -> ImportError
     with pytest.raises(AttnkitError, match=r"^transformers is not installed: pip install 'attnkit\[hf\]'$"):
         export_attention(str(hf_folder("bert")), TEXT, tmp_path / "a.npz", AttentionOptions())
+
+
+def test_a_cached_hub_id_opens_offline(hf_folder, tmp_path):
+    """A hub id in huggingface_hub's cache (models--OWNER--NAME/snapshots/REV, refs/main) opens with HF_HUB_OFFLINE=1."""
+    repo = tmp_path / "hf-home" / "hub" / "models--someone--tiny-bert"
+    shutil.copytree(hf_folder("bert"), repo / "snapshots" / ("0" * 40))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home"), "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "attnkit", "attention", "someone/tiny-bert", TEXT, "--out", str(tmp_path / "a.npz")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert np.load(tmp_path / "a.npz")["encoder/layer2"].shape == (4, 11, 11)

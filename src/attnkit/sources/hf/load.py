@@ -64,7 +64,7 @@ def resolve(source: str) -> Path:
         raise AttnkitError(f"{source}: could not fetch it from the Hugging Face hub: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
-def check_folder(folder: Path, name: str) -> dict:
+def check_folder(folder: Path, name: str, hub: bool = False) -> dict:
     """config.json, read and checked: no custom code, safetensors weights. Returns the config."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -83,6 +83,8 @@ def check_folder(folder: Path, name: str) -> dict:
                 f"{name}: only pickled weights ({', '.join(pickles)}); attnkit loads safetensors only, since unpickling can run "
                 "code: convert them where you trust the file (model.save_pretrained(DIR, safe_serialization=True))"
             )
+        if hub:
+            raise AttnkitError(f"{name}: the hub has no safetensors weights for it; attnkit loads safetensors only (pickled .bin files can run code)")
         raise AttnkitError(f"{name}: no weights (*.safetensors) in {folder}")
     return config
 
@@ -136,7 +138,7 @@ def load(source: str) -> HfModel:
     """Open `source` (folder or hub id), check it and load the model for attention collection."""
     transformers = require()
     folder = resolve(source)
-    check_folder(folder, source)
+    check_folder(folder, source, hub=not Path(source).is_dir())
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     try:
