@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from attnkit import __version__
-from attnkit.commands import analysis, data, doctor, explore, sweep, training
+from attnkit.commands import analysis, attention, data, doctor, explore, sweep, training
 from attnkit.commands.training import PRESETS
 from attnkit.errors import AttnkitError
 
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_evaluate(sub, FAMILIES)
     explore.add(sub)
     analysis.add(sub)
+    attention.add(sub)
     data.add(sub, FAMILIES)
     doctor.add(sub)
     for family in FAMILIES.values():

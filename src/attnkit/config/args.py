@@ -32,6 +32,7 @@ def _number(kind: type, check: Callable[[Any], bool], need: str) -> Callable[[st
 
 
 positive_int = _number(int, lambda v: v >= 1, ">= 1")
+non_negative_int = _number(int, lambda v: v >= 0, ">= 0")
 positive_float = _number(float, lambda v: v > 0, "> 0")
 non_negative_float = _number(float, lambda v: v >= 0, ">= 0")
 port = _number(int, lambda v: 0 <= v <= 65535, "a port number from 0 to 65535")

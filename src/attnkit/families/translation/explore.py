@@ -3,8 +3,8 @@
 `explore` decodes sentences (n-best), then re-runs the best hypothesis teacher-forced through
 `model.attentions` to collect all maps in the common format: encoder self-attention (source x
 source), decoder self-attention (output x decoder input) and encoder-decoder attention (output x
-source), per layer and head. `merge_words` turns subword maps into word maps: the weights of a
-word's pieces are summed over keys (so rows still sum to 1) and averaged over queries.
+source), per layer and head. `merge_words` turns subword maps into word maps (`viz.words.merge_matrix`:
+the weights of a word's pieces are summed over keys, so rows still sum to 1, and averaged over queries).
 
 A translation record (`record`) extends the attention JSONL format of `viz.export` (`id`, `src`, `tgt`,
 `attention`, `score`) with `source`, `text`, `nbest` and `maps`:
@@ -27,6 +27,7 @@ from attnkit.families.translation.codec import Vocabs
 from attnkit.families.translation.translate import Translation, translate
 from attnkit.viz.export import attention_record
 from attnkit.viz.plot import AttentionView
+from attnkit.viz.words import merge_matrix
 
 TITLES = {"encoder": "encoder self-attention", "decoder_self": "decoder self-attention", "cross": "encoder-decoder attention"}
 AXES = {"encoder": ("source (keys)", "source (queries)"), "decoder_self": ("decoder input", "output"), "cross": ("source", "output")}
@@ -86,12 +87,6 @@ def word_groups(pieces: list[str]) -> list[list[int]]:
         else:
             groups[-1].append(i)
     return groups
-
-
-def merge_matrix(weights: Tensor, row_groups: list[list[int]], col_groups: list[list[int]]) -> Tensor:
-    """(..., Tq, Tk) -> (..., Wq, Wk): keys summed within a word, queries averaged within a word."""
-    cols = torch.stack([weights[..., g].sum(-1) for g in col_groups], dim=-1)  # (..., Tq, Wk)
-    return torch.stack([cols[..., g, :].mean(-2) for g in row_groups], dim=-2)  # (..., Wq, Wk)
 
 
 def _words(pieces: list[str], groups: list[list[int]]) -> list[str]:

@@ -1,0 +1,94 @@
+"""What happens to each layer's attention as it comes: written, and folded into rollout and flow.
+
+A `Collector` is called once per layer and kind with that layer's weights (H, Tq, Tk), float32,
+in the order the model runs its layers. It writes `<kind>/layer<l>` (l from 1) and keeps only
+what the summaries need:
+
+- `rollout` (Abnar & Zuidema 2020; `attnkit.analysis.rollout`) of the self-attention kind
+  (`encoder`, or `self` for a decoder-only model), folded in layer by layer: R <- A'_l R, so it
+  holds one (T, T) matrix, never the layers. For an encoder-decoder model `rollout` is the last
+  decoder layer's cross attention composed with the encoder's rollout, C R_enc (T_tgt, S)
+  (`cross_rollout`), and `rollout_encoder` the encoder's own (S, S).
+- `flow` (only when asked: T^2 maximum-flow problems) keeps each layer's head mean (T, T) and runs
+  `attnkit.analysis.flow.attention_flow` at the end, over the same kind as the rollout.
+
+With word groups (`--words`), each layer is written with its pieces merged into words
+(`viz.words.merge_matrix`) while rollout and flow are computed on the pieces and merged at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from attnkit.analysis.rollout import head_mean, with_residual
+from attnkit.sources.npz import NpzWriter
+from attnkit.viz.words import merge_matrix
+
+SELF_KINDS = ("encoder", "self")  # the kinds that roll out: square self-attention over the input
+
+
+@dataclass
+class Groups:
+    """Word groups of one kind's queries and keys (piece indices per word)."""
+
+    rows: Sequence[Sequence[int]]
+    cols: Sequence[Sequence[int]]
+
+
+@dataclass
+class Collector:
+    """Receives (kind, weights (H, Tq, Tk)) layer by layer; `finish` writes rollout (and flow)."""
+
+    writer: NpzWriter
+    flow: bool = False
+    words: dict[str, Groups] = field(default_factory=dict)  # kind -> its word groups (empty: pieces)
+    layers: dict[str, int] = field(default_factory=dict)  # kind -> layers written
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # kind -> (H, Tq, Tk) of its latest layer
+    _rollout: Tensor | None = None  # (T, T): A'_l ... A'_1 of the self kind so far
+    _cross: Tensor | None = None  # (T_tgt, S): the head mean of the latest cross-attention layer
+    _means: list[Tensor] = field(default_factory=list)  # (1, T, T) per self layer, for flow
+
+    def __call__(self, kind: str, weights: Tensor) -> None:
+        weights = weights.detach().to("cpu", torch.float32)  # (H, Tq, Tk)
+        self.layers[kind] = self.layers.get(kind, 0) + 1
+        self.shapes[kind] = tuple(weights.shape)
+        groups = self.words.get(kind)
+        out = weights if groups is None else merge_matrix(weights, groups.rows, groups.cols)  # (H, Wq, Wk)
+        self.writer.add(f"{kind}/layer{self.layers[kind]}", out.numpy())
+        if kind in SELF_KINDS and weights.size(-1) == weights.size(-2):
+            mean = head_mean(weights)  # (T, T)
+            a = with_residual(mean)  # (T, T)
+            self._rollout = a if self._rollout is None else a @ self._rollout  # (T, T)
+            if self.flow:
+                self._means.append(mean.unsqueeze(0))  # (1, T, T)
+        elif kind == "cross":
+            self._cross = head_mean(weights)  # (T_tgt, S)
+
+    def _merged(self, m: Tensor, rows: str, cols: str) -> Tensor:
+        if rows not in self.words:
+            return m
+        return merge_matrix(m, self.words[rows].rows, self.words[cols].cols)
+
+    def finish(self) -> list[str]:
+        """Write `rollout` (and `rollout_encoder`, `flow`); returns the names written."""
+        written = []
+        if self._rollout is None:
+            return written
+        self_kind = next(k for k in SELF_KINDS if k in self.layers)
+        if self._cross is not None and self._cross.size(-1) == self._rollout.size(0):
+            self.writer.add("rollout", self._merged(self._cross @ self._rollout, "cross", self_kind).numpy())  # (T_tgt, S)
+            self.writer.add("rollout_encoder", self._merged(self._rollout, self_kind, self_kind).numpy())  # (S, S)
+            written += ["rollout", "rollout_encoder"]
+        else:
+            self.writer.add("rollout", self._merged(self._rollout, self_kind, self_kind).numpy())  # (T, T)
+            written.append("rollout")
+        if self.flow:
+            from attnkit.analysis.flow import attention_flow
+
+            self.writer.add("flow", self._merged(attention_flow(self._means), self_kind, self_kind).numpy())  # (T, T)
+            written.append("flow")
+        return written

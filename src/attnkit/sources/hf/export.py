@@ -1,0 +1,88 @@
+"""`attnkit attention` for a Hugging Face model: one forward pass, each layer written as it comes.
+
+The npz holds `tokens` (vision: "[CLS]" and "patch r,c"), for an encoder-decoder model
+`target_tokens` (the decoder's input) and `output_tokens`, for a vision model `grid`; per kind and
+layer `<kind>/layer<l>` (H, Tq, Tk) float32 as the model gave it, with `<kind>/queries` and
+`<kind>/keys`; `rollout` (and `rollout_encoder`, `flow`: `sources.collect`); and with attribution
+methods `attr/<method>` (T,), `attr/output` (what was scored) and, for integrated gradients,
+`attr/ig_steps` and `attr/ig_relative_error` (completeness).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from attnkit.errors import AttnkitError
+from attnkit.sources.collect import Collector, Groups
+from attnkit.sources.hf.collect import collecting
+from attnkit.sources.hf.inputs import Prepared, prepare, vision_tokens
+from attnkit.sources.hf.load import HfModel
+from attnkit.sources.npz import NpzWriter, npz_writer
+from attnkit.sources.options import AttentionOptions
+from attnkit.viz.words import join_pieces, word_groups
+
+
+def _labels(prep: Prepared, kind: str) -> tuple[list[str], list[str]]:
+    """(queries, keys) of a kind."""
+    target = prep.target_tokens or []
+    return {"decoder_self": (target, target), "cross": (target, prep.tokens)}.get(kind, (prep.tokens, prep.tokens))
+
+
+def _groups(prep: Prepared) -> dict[str, Groups]:
+    src = word_groups(prep.tokens, prep.specials)
+    tgt = word_groups(prep.target_tokens or [], prep.specials)
+    return {"encoder": Groups(src, src), "self": Groups(src, src), "decoder_self": Groups(tgt, tgt), "cross": Groups(tgt, src)}
+
+
+def _write_labels(writer: NpzWriter, prep: Prepared, kinds: list[str], words: bool) -> None:
+    def name(tokens: list[str]) -> list[str]:
+        return join_pieces(tokens, word_groups(tokens, prep.specials)) if words else tokens
+
+    writer.add("tokens", name(prep.tokens))
+    if prep.target_tokens is not None:
+        writer.add("target_tokens", name(prep.target_tokens))
+        writer.add("output_tokens", prep.output_tokens)
+    if prep.grid is not None:
+        writer.add("grid", torch.tensor(prep.grid).numpy())
+    for kind in kinds:
+        rows, cols = _labels(prep, kind)
+        writer.add(f"{kind}/queries", name(rows))
+        writer.add(f"{kind}/keys", name(cols))
+
+
+def _attribute(writer: NpzWriter, hf: HfModel, prep: Prepared, options: AttentionOptions) -> dict:
+    from attnkit.sources.hf.attribute import attributions
+
+    scores, label, figures = attributions(hf, prep, options.attribute, options.output)
+    groups = word_groups(prep.tokens, prep.specials) if options.words else None
+    for method, s in scores.items():
+        s = s if groups is None else torch.stack([s[g].sum() for g in groups])  # (T,) or (W,)
+        writer.add(f"attr/{method}", s.float().cpu().numpy())
+    writer.add("attr/output", [label])
+    if figures:
+        writer.add("attr/ig_steps", torch.tensor(figures["steps"]).numpy())
+        writer.add("attr/ig_relative_error", torch.tensor(figures["relative_error"], dtype=torch.float64).numpy())
+    return {"attributed": label, **{f"ig_{k}": v for k, v in figures.items()}}
+
+
+def export_hf(hf: HfModel, text: str | None, out: str | Path, options: AttentionOptions) -> dict:
+    """Write the npz of `text` (or `options.image`) through `hf`; returns a summary for the command line."""
+    if options.words and hf.arch == "vision":
+        raise AttnkitError(f"{hf.name}: --words merges text pieces; this is a vision model")
+    prep = prepare(hf, text, options)
+    with npz_writer(out) as writer:
+        collector = Collector(writer, flow=options.flow, words=_groups(prep) if options.words else {})
+        with collecting(hf.model, hf.arch, collector), torch.inference_mode():
+            hf.model(**prep.inputs)
+        if hf.arch == "vision":
+            prep.tokens = vision_tokens(prep, collector.shapes["encoder"][-1])
+        summaries = collector.finish()
+        _write_labels(writer, prep, list(collector.layers), options.words)
+        summary = {"out": str(out), "model": type(hf.model).__name__, "kinds": dict(collector.layers), "tokens": len(prep.tokens)}
+        if prep.target_tokens is not None:
+            summary["target_tokens"] = len(prep.target_tokens)
+        if options.attribute:
+            summary.update(_attribute(writer, hf, prep, options))
+    return {**summary, "summaries": summaries}

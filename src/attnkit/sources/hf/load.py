@@ -1,0 +1,159 @@
+"""Open a Hugging Face model: a local folder (`save_pretrained`'s) or a hub id, checked first.
+
+What is refused, each with one line naming the source: a missing folder or unknown id, a hub id
+not in the cache while offline, a model that needs its own code (`auto_map` in config.json, or
+`.py` files: attnkit never passes `trust_remote_code`), weights only in pickled files
+(`pytorch_model.bin`: unpickling can run code), an architecture this transformers does not know.
+The model loads with eager attention (the attention modules then compute and return their
+weights), in the dtype its config names (`dtype="auto"`), and with `device_map="auto"` when
+`accelerate` is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import AttnkitError
+from attnkit.sources.hf import require
+
+log = logging.getLogger("attnkit")
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+# What a snapshot fetches: configs, tokenizer files and safetensors weights; never code or pickles.
+FETCH = ["*.json", "*.safetensors", "*.txt", "*.model", "*.spm", "*.tiktoken"]
+PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_source_positions")
+
+
+@dataclass
+class HfModel:
+    """A loaded model, what reads its input (tokenizer or image processor) and its shape of attention."""
+
+    name: str  # as the user gave it (folder or hub id)
+    model: Any  # a transformers PreTrainedModel, in eval mode
+    tokenizer: Any | None  # text models
+    processor: Any | None  # vision models: the image processor
+    arch: str  # "encoder", "decoder", "encoder-decoder" or "vision"
+    max_positions: int | None  # the longest input it takes (None: no fixed limit, e.g. T5's relative positions)
+
+
+def resolve(source: str) -> Path:
+    """The local folder of `source`: itself, or the hub snapshot of an id (safetensors and configs only)."""
+    path = Path(source)
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise AttnkitError(f"{source}: is a file, expected a model folder or a Hugging Face model id")
+    if not HUB_ID.match(source):
+        raise AttnkitError(f"{source}: no such folder")
+    hub = require("huggingface_hub")
+    errors = require("huggingface_hub.errors")
+    try:
+        return Path(hub.snapshot_download(repo_id=source, allow_patterns=FETCH))
+    except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
+        raise AttnkitError(f"{source}: no such folder, and the hub id is not in the Hugging Face cache while offline (HF_HUB_OFFLINE or no network)") from None
+    except errors.RepositoryNotFoundError:
+        raise AttnkitError(f"{source}: no such folder or Hugging Face model id (or it is private or gated)") from None
+    except (OSError, ValueError) as e:
+        raise AttnkitError(f"{source}: could not fetch it from the Hugging Face hub: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+
+
+def check_folder(folder: Path, name: str, hub: bool = False) -> dict:
+    """config.json, read and checked: no custom code, safetensors weights. Returns the config."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AttnkitError(f"{name}: no config.json, so not a Hugging Face model folder (save_pretrained writes one)") from None
+    except (OSError, ValueError) as e:
+        raise AttnkitError(f"{name}: config.json cannot be read: {e}") from None
+    code = sorted(p.name for p in folder.glob("*.py"))
+    if "auto_map" in config or code:
+        what = f"config.json has auto_map {sorted(config['auto_map'])}" if "auto_map" in config else f"it ships {', '.join(code)}"
+        raise AttnkitError(f"{name}: the model needs its own code ({what}); attnkit never runs a model's code (trust_remote_code)")
+    if not any(folder.glob("*.safetensors")):
+        pickles = sorted(p.name for pattern in PICKLES for p in folder.glob(pattern))
+        if pickles:
+            raise AttnkitError(
+                f"{name}: only pickled weights ({', '.join(pickles)}); attnkit loads safetensors only, since unpickling can run "
+                "code: convert them where you trust the file (model.save_pretrained(DIR, safe_serialization=True))"
+            )
+        if hub:
+            raise AttnkitError(f"{name}: the hub has no safetensors weights for it; attnkit loads safetensors only (pickled .bin files can run code)")
+        raise AttnkitError(f"{name}: no weights (*.safetensors) in {folder}")
+    return config
+
+
+def model_class(transformers, config: Any, name: str):
+    """The class config.json's `architectures` names (the base `AutoModel` class when it names none)."""
+    names = getattr(config, "architectures", None) or []
+    if not names:
+        return transformers.AutoModel
+    cls = getattr(transformers, names[0], None)
+    if cls is None:
+        raise AttnkitError(f"{name}: unknown architecture {names[0]} (transformers {transformers.__version__} does not have it)")
+    return cls
+
+
+def architecture(transformers, model: Any) -> str:
+    """Which attention the model has: encoder-decoder, vision (pixel input), decoder (causal) or encoder."""
+    config = model.config
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder"
+    if getattr(model, "main_input_name", "input_ids") == "pixel_values":
+        return "vision"
+    auto = transformers.models.auto.modeling_auto
+    causal_only = config.model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and config.model_type not in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    return "decoder" if getattr(config, "is_decoder", False) or causal_only else "encoder"
+
+
+def max_positions(config: Any, arch: str) -> int | None:
+    """The longest input the model's positions allow (None: relative positions or a vision model)."""
+    if arch == "vision":
+        return None
+    for key in POSITION_KEYS:
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _reader(transformers, folder: Path, name: str, arch: str) -> tuple[Any | None, Any | None]:
+    """(tokenizer, image processor) of the folder: the one the architecture needs."""
+    try:
+        if arch == "vision":
+            return None, transformers.AutoImageProcessor.from_pretrained(folder, trust_remote_code=False)
+        return transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=False), None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        what = "image processor (preprocessor_config.json)" if arch == "vision" else "tokenizer (tokenizer.json or the like)"
+        raise AttnkitError(f"{name}: cannot load its {what}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+
+
+def load(source: str) -> HfModel:
+    """Open `source` (folder or hub id), check it and load the model for attention collection."""
+    transformers = require()
+    folder = resolve(source)
+    check_folder(folder, source, hub=not Path(source).is_dir())
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=False)
+    except (ValueError, KeyError):
+        kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+        raise AttnkitError(f"{source}: unknown architecture: model_type {kind!r} is not one transformers {transformers.__version__} knows") from None
+    cls = model_class(transformers, config, source)
+    extra = {"device_map": "auto"} if importlib.util.find_spec("accelerate") else {}
+    try:
+        model = cls.from_pretrained(folder, config=config, attn_implementation="eager", dtype="auto", use_safetensors=True, **extra)
+    except (OSError, ValueError, RuntimeError) as e:
+        raise AttnkitError(f"{source}: cannot load the {cls.__name__} weights: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    model.eval()
+    arch = architecture(transformers, model)
+    tokenizer, processor = _reader(transformers, folder, source, arch)
+    log.debug("%s: %s (%s), %s", source, cls.__name__, arch, next(model.parameters()).dtype)
+    return HfModel(source, model, tokenizer, processor, arch, max_positions(config, arch))
