@@ -28,8 +28,8 @@ from attnkit.analysis.correlation import kendall_tau
 from attnkit.analysis.importance import head_importance, heads_before_drop, pruning_curve, pruning_order, random_order
 from attnkit.analysis.rollout import cross_rollout, head_mean
 from attnkit.data.batching import collate
-from attnkit.data.synthetic import generate
 from attnkit.families import load_run
+from attnkit.families.translation.synthetic import generate
 from attnkit.models.transformer import HeadMask
 
 
