@@ -36,7 +36,7 @@ from attnkit.viz.report import template
 
 log = logging.getLogger("attnkit")
 STATIC = resources.files("attnkit.serve") / "static"
-SHARED_ASSETS = {"attention.js": template("attention.js"), "attention.css": template("attention.css"),
+SHARED_ASSETS = {"attention.js": template("attention.js"), "attention-views.js": template("attention-views.js"), "attention.css": template("attention.css"),
                  "page.js": (STATIC / "page.js").read_text(encoding="utf-8")}  # fmt: skip
 MEDIA = {".js": "text/javascript", ".css": "text/css"}
 ERRORS = {code: {"model": schemas.Error} for code in (404, 413, 422, 500)}
