@@ -138,3 +138,16 @@ def page_record(loaded: Any, text: str | None, options: AttentionOptions = Atten
     arrays, summary = collect(loaded, text, options, max_cells)
     return {"id": 0, "model": source_name(loaded), "source": text if text is not None else str(options.image),
             "text": summary.get("prediction", ""), "maps": build_maps(arrays, summary["kinds"])}  # fmt: skip
+
+
+def float_maps(arrays: dict, kinds: dict[str, int]) -> dict[str, dict]:
+    """From arrays kept as floats (`collect(..., quantize=False)`): per kind and summary, `rows`,
+    `cols` and `layers` (L, H, Tq, Tk) float32 (`attnkit plot --view`)."""
+    maps = {}
+    for kind in (k for k in KINDS if kinds.get(k)):
+        layers = np.stack([arrays[f"{kind}/layer{l}"] for l in range(1, kinds[kind] + 1)])  # (L, H, Tq, Tk)
+        maps[kind] = {"rows": arrays[f"{kind}/queries"], "cols": arrays[f"{kind}/keys"], "layers": layers}
+    for name in (n for n in SUMMARIES if n in arrays):
+        rows, cols = _summary_labels(arrays, maps, name)
+        maps[name] = {"rows": rows, "cols": cols, "layers": arrays[name][None, None]}  # (1, 1, Tq, Tk)
+    return maps
