@@ -132,8 +132,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     extras.require("attnkit serve", "fastapi", "uvicorn")  # before the app (it imports fastapi) and the models load
     from attnkit.serve.app import Batching, Limits, serve
 
-    serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars),
-          batching=Batching(args.batch_window_ms, args.max_batch), checkpoint=args.checkpoint, dtype=DTYPES[args.dtype])  # fmt: skip
+    serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars, args.max_cells),
+          batching=Batching(args.batch_window_ms, args.max_batch), checkpoint=args.checkpoint, dtype=DTYPES[args.dtype], hf=args.hf or ())  # fmt: skip
     return 0
 
 
@@ -171,6 +171,8 @@ def _add_view_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add(sub: argparse._SubParsersAction) -> None:
+    from attnkit.sources.page import MAX_CELLS
+
     for name, help, out in (("plot", "PNG heatmaps of every attention map of a run's outputs", "folder for the PNG files"),
                             ("report", "a self-contained HTML report of outputs and their attention", "the HTML file to write")):  # fmt: skip
         p = sub.add_parser(name, help=help, description=f"{help[0].upper()}{help[1:]} (TEXT, --input or stdin; docs/explorer.md).")
@@ -195,11 +197,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="a local web UI and JSON API for every loaded run",
         description="Serve runs on local web pages (one per model family) and a JSON API (each family's POST /v1/... route, /v1/models, /healthz, /openapi.json).",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (each served under its folder name)")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run folders (each served under its folder name)")
+    p.add_argument("--hf", action="append", metavar="SOURCE", help="a Hugging Face model folder or hub id for the /attention page (repeat for more)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=port, default=8000, help="TCP port (0: any free port)")
     p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413); also sets the body limit")
     p.add_argument("--max-chars", type=positive_int, default=1000, help="characters per text (more: 413); also sets the body limit")
+    p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights of one /attention page (default {MAX_CELLS:,})")
     p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
     p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
     add_checkpoint(p)
