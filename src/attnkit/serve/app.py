@@ -1,8 +1,9 @@
 """`attnkit serve`: a local web UI and JSON API over one or more loaded runs (FastAPI + uvicorn).
 
 Routes: each family's pages (one template around the family's view, `serve/pages.py`) and `POST`
-endpoints (`attnkit.families.protocol.Api`), `/static/*` (plain-JS and CSS assets), `GET /v1/models`,
-`GET /healthz`, `/openapi.json`.
+endpoints (`attnkit.families.protocol.Api`), the `/attention` page over every run and Hugging Face
+model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), `/static/*` (plain-JS and CSS
+assets), `GET /v1/models`, `GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` thread. Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
 `serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a

@@ -128,7 +128,8 @@ const AttnDraw = (() => {
       ops.push({op: "text", x: left - 6, y: top + l * (s + gap) + s / 2, text: `layer ${l + 1}`, align: "right"});
       for (let h = 0; h < src.H; h++) {
         const w = src.get(l, h), ph = Math.min(s, src.Tq), pw = Math.min(s, src.Tk);
-        ops.push({op: "image", x: left + h * (s + gap), y: top + l * (s + gap), w: s, h: s, pixels: pixels(w, src.Tq, src.Tk, maxOf(w), ph, pw)});
+        const x = left + h * (s + gap), y = top + l * (s + gap);
+        ops.push({op: "image", x, y, w: s, h: s, pixels: pixels(w, src.Tq, src.Tk, maxOf(w), ph, pw)}, {op: "rect", x, y, w: s, h: s, stroke: "#d5d8de", width: 1});
       }
     }
     const hit = (x, y) => {
@@ -162,7 +163,7 @@ const AttnDraw = (() => {
         for (let i = 0; i < o.d.length; i += 4) { ctx.moveTo(o.d[i], o.d[i + 1]); ctx.lineTo(o.d[i + 2], o.d[i + 3]); }
         ctx.stroke();
       } else if (o.op === "rect") {
-        Object.assign(ctx, {strokeStyle: o.stroke, lineWidth: 2});
+        Object.assign(ctx, {strokeStyle: o.stroke, lineWidth: o.width || 2});
         ctx.strokeRect(o.x, o.y, o.w, o.h);
       } else {
         Object.assign(ctx, {fillStyle: "#1b1b1f", textAlign: o.align || "left", textBaseline: "middle"});
@@ -188,7 +189,7 @@ const AttnDraw = (() => {
         for (let i = 0; i < o.d.length; i += 4) d += `M${o.d[i].toFixed(1)} ${o.d[i + 1].toFixed(1)}L${o.d[i + 2].toFixed(1)} ${o.d[i + 3].toFixed(1)}`;
         return `<path d="${d}" stroke="${o.stroke}" stroke-opacity="${o.alpha}" stroke-width="${o.width}" fill="none"/>`;
       }
-      if (o.op === "rect") return `<rect x="${o.x}" y="${o.y}" width="${o.w}" height="${o.h}" stroke="${o.stroke}" fill="none"/>`;
+      if (o.op === "rect") return `<rect x="${o.x}" y="${o.y}" width="${o.w}" height="${o.h}" stroke="${o.stroke}" stroke-width="${o.width || 2}" fill="none"/>`;
       const rotate = o.rotate ? ` transform="rotate(-90 ${o.x} ${o.y})"` : "";
       return `<text x="${o.x}" y="${o.y}" text-anchor="${o.rotate ? "start" : ANCHOR[o.align || "left"]}" dominant-baseline="middle"${rotate}>${esc(o.text)}</text>`;
     });
