@@ -31,6 +31,8 @@ $(VENV)/.installed: $(VENV)/.runtime
 	# constraint so that no resolution can replace it; captum --no-deps (it names torch).
 	$(PY) -c "import torch; print('torch==' + torch.__version__)" > $(VENV)/torch-pin.txt
 	$(PY) -m pip install -c $(VENV)/torch-pin.txt "transformers>=5.0" "tokenizers>=0.22" "networkx>=3.2"
+	# The notebook test (attnkit.show): nbclient runs a notebook on an ipykernel; torch pinned the same way.
+	$(PY) -m pip install -c $(VENV)/torch-pin.txt "nbclient>=0.10" "nbformat>=5.10" "ipykernel>=6.29"
 	$(PY) -m pip install --no-deps captum==0.9.0
 	touch $@
 

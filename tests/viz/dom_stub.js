@@ -16,7 +16,12 @@ class Element {
   querySelector(tag) { return this.all().find((e) => e.tagName === tag.toUpperCase()) || null; }
   all() { return this.children.flatMap((c) => [c, ...(c.all ? c.all() : [])]); }
   get className() { return this.attributes.class || ""; }
+  // Canvas: a 2-D context that records the calls it gets (`ops`), and no pixels.
+  getContext() { return (this.context ||= new Proxy({calls: []}, {get: (t, k) => (k in t ? t[k] : (...a) => { t.calls.push(k); return a; })})); }
+  toDataURL() { return "data:image/png;base64,"; }
 }
+
+globalThis.ImageData = class { constructor(data, width, height) { Object.assign(this, {data, width, height}); } };
 
 globalThis.document = {createElement: (tag) => new Element(tag), createTextNode: (text) => ({textContent: text}), body: new Element("body")};
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.families import FAMILIES
-from attnkit.viz.report import embed_json, template
+from attnkit.viz.report import embed_json, shared_script
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is absent")
@@ -36,7 +36,7 @@ EXPECTED = {  # what each family's card shows besides its text
 
 def render(name: str, record: dict) -> dict:
     """What `AttnView.render` draws for `record` with the family's renderer loaded after attention.js."""
-    script = "\n".join([STUB, template("attention.js"), FAMILIES[name].api.renderer_script(),
+    script = "\n".join([STUB, shared_script(), FAMILIES[name].api.renderer_script(),
                         f"AttnView.render(document.body, {embed_json(record)}); console.log(summarise(document.body));"])  # fmt: skip
     out = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

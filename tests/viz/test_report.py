@@ -19,9 +19,9 @@ def test_report_is_self_contained_and_embeds_the_exported_records(tiny_transform
     out = tmp_path / "report.html"
     assert main(["report", str(tiny_transformer_run), "--input", str(src), "--out", str(out), "--beam", "2"]) == 0
     html = out.read_text(encoding="utf-8")
-    assert not re.search(r"https?://", html)  # no network: no external scripts, styles or fonts
+    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg\b)", html)  # no network: no external scripts, styles or fonts (the SVG namespace is a name)
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=\"(?!data:)", html)  # everything inline
-    assert "const AttnView" in html and ".attn-heatmap" in html
+    assert "const AttnView" in html and "const AttnDraw" in html and ".attn-stage" in html
     (data,) = DATA.findall(html)
     records = json.loads(data)
     assert [r["source"] for r in records] == ["t1 t2 t3", "t4 </script> t5"]

@@ -42,18 +42,83 @@ def _explore_inputs(args: argparse.Namespace):
     return loaded, lines, ExploreOptions(decode, words=args.words)
 
 
+def _source_options(args: argparse.Namespace):
+    """The `AttentionOptions` of `plot`/`report` for a Hugging Face model (run-only options refused)."""
+    from attnkit.sources import AttentionOptions
+
+    for name in ("beam", "alpha", "nbest"):
+        if getattr(args, name, None) is not None:
+            raise AttnkitError(f"{args.run}: --{name} is for attnkit runs (they decode); a Hugging Face model reads --target")
+    return AttentionOptions(target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow)
+
+
+def _check_run_options(args: argparse.Namespace) -> None:
+    for name in ("target", "image", "view"):
+        if getattr(args, name, None) is not None and not (name == "view" and args.func is cmd_plot):
+            raise AttnkitError(f"{args.run}: --{name} is for Hugging Face models")
+    if args.truncate or args.flow:
+        raise AttnkitError(f"{args.run}: --{'truncate' if args.truncate else 'flow'} is for Hugging Face models")
+
+
+def _plot_view(args: argparse.Namespace) -> int:
+    """`plot SOURCE TEXT --view ...`: one picture of one kind's maps, from a run or a Hugging Face model."""
+    from attnkit.sources import AttentionOptions, is_run
+    from attnkit.sources.page import collect, float_maps, open_source, source_name
+    from attnkit.viz.views import plot_view
+
+    if args.text is None and args.image is None:
+        raise AttnkitError("plot --view draws one input: give TEXT (or --image)")
+    run = is_run(args.run)
+    options = AttentionOptions(words=args.words, checkpoint=args.checkpoint, flow=args.flow) if run else _source_options(args)
+    loaded = open_source(args.run, args.checkpoint)
+    arrays, summary = collect(loaded, args.text, options, args.max_cells, quantize=False)
+    maps = float_maps(arrays, summary["kinds"])
+    kind = args.kind or next(k for k in ("cross", *maps) if k in maps)
+    if kind not in maps:
+        raise AttnkitError(f"--kind {kind}: this model has {', '.join(maps)}")
+    m = maps[kind]
+    title = f"{source_name(loaded)}: {kind}"
+    path = plot_view(args.view or "heatmap", m["layers"], m["rows"], m["cols"], args.out, args.layer, args.head, title, args.top_k)
+    print(f"wrote {path}")
+    return 0
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
+    from attnkit.sources import is_run
     from attnkit.viz.plot import plot_maps
 
+    if args.view is not None or not is_run(args.run):
+        return _plot_view(args)
+    _check_run_options(args)
     loaded, lines, options = _explore_inputs(args)
     files = plot_maps(loaded.family.views(loaded, lines, options), args.out)
     print(f"wrote {len(files)} heatmaps to {args.out}")
     return 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def _report_source(args: argparse.Namespace) -> int:
+    """`report` of a Hugging Face model: one record per input line, through `sources.page`."""
+    from attnkit.sources.page import open_source, page_record, source_name
     from attnkit.viz.report import write_report
 
+    if args.text is not None and args.input:
+        raise AttnkitError("give a sentence or --input FILE, not both")
+    options = _source_options(args)
+    lines = [args.text] if args.text is not None or args.image is not None else read_input(args.input)
+    loaded = open_source(args.run)
+    records = [dict(page_record(loaded, line, options, args.max_cells), id=i) for i, line in enumerate(lines)]
+    write_report(records, args.out, title=f"attnkit report: {source_name(loaded)}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from attnkit.sources import is_run
+    from attnkit.viz.report import write_report
+
+    if not is_run(args.run):
+        return _report_source(args)
+    _check_run_options(args)
     loaded, lines, options = _explore_inputs(args)
     records = loaded.family.records(loaded, lines, options)
     write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script())
@@ -67,8 +132,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     extras.require("attnkit serve", "fastapi", "uvicorn")  # before the app (it imports fastapi) and the models load
     from attnkit.serve.app import Batching, Limits, serve
 
-    serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars),
-          batching=Batching(args.batch_window_ms, args.max_batch), checkpoint=args.checkpoint, dtype=DTYPES[args.dtype])  # fmt: skip
+    serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars, args.max_cells),
+          batching=Batching(args.batch_window_ms, args.max_batch), checkpoint=args.checkpoint, dtype=DTYPES[args.dtype], hf=args.hf or ())  # fmt: skip
     return 0
 
 
@@ -85,11 +150,33 @@ def add_evaluate(sub: argparse._SubParsersAction, families: dict) -> None:
     p.set_defaults(func=cmd_evaluate, evaluate_options={name: f.add_evaluate_arguments(p) for name, f in families.items()})
 
 
+def _add_source_arguments(p: argparse.ArgumentParser) -> None:
+    from attnkit.sources.page import MAX_CELLS
+
+    p.add_argument("--target", help="Hugging Face encoder-decoder models: the target to attend over (default: the model's greedy output)")
+    p.add_argument("--image", help="Hugging Face vision models: the image file")
+    p.add_argument("--truncate", action="store_true", help="Hugging Face models: cut a text longer than the model's positions")
+    p.add_argument("--flow", action="store_true", help="also attention flow (slow: a maximum flow per query and token)")
+    p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights a page may hold (default {MAX_CELLS:,})")
+
+
+def _add_view_arguments(p: argparse.ArgumentParser) -> None:
+    from attnkit.viz.views import VIEWS
+
+    p.add_argument("--view", choices=VIEWS, help="one picture of one input, to --out FILE.png or .svg (default for a Hugging Face model: heatmap)")
+    p.add_argument("--kind", help="with --view: encoder, decoder_self, cross, self, rollout, flow (default: cross, else the first)")
+    p.add_argument("--layer", type=positive_int, help="with --view: the layer, from 1 (default: the last)")
+    p.add_argument("--head", type=positive_int, help="with --view: the head, from 1 (default: the mean; the head view: every head)")
+    p.add_argument("--top-k", type=positive_int, default=5, help="the head view: lines per query (default 5)")
+
+
 def add(sub: argparse._SubParsersAction) -> None:
+    from attnkit.sources.page import MAX_CELLS
+
     for name, help, out in (("plot", "PNG heatmaps of every attention map of a run's outputs", "folder for the PNG files"),
                             ("report", "a self-contained HTML report of outputs and their attention", "the HTML file to write")):  # fmt: skip
         p = sub.add_parser(name, help=help, description=f"{help[0].upper()}{help[1:]} (TEXT, --input or stdin; docs/explorer.md).")
-        p.add_argument("run", help="run folder written by `attnkit train` or `attnkit average`")
+        p.add_argument("run", metavar="SOURCE", help="a run folder (`attnkit train`), a Hugging Face model folder or a hub id")
         p.add_argument("text", nargs="?", help="a sentence (instead of --input)")
         p.add_argument("--input", help="one sentence a line")
         p.add_argument("--out", required=True, help=out)
@@ -98,6 +185,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
         if name == "report":
             p.add_argument("--nbest", type=positive_int, help="hypotheses listed per sentence (default: the beam size)")
+        else:
+            _add_view_arguments(p)
+        _add_source_arguments(p)
         add_checkpoint(p)
         add_dtype(p)
         p.set_defaults(func=cmd_plot if name == "plot" else cmd_report, nbest=None)
@@ -107,11 +197,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="a local web UI and JSON API for every loaded run",
         description="Serve runs on local web pages (one per model family) and a JSON API (each family's POST /v1/... route, /v1/models, /healthz, /openapi.json).",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders (each served under its folder name)")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run folders (each served under its folder name)")
+    p.add_argument("--hf", action="append", metavar="SOURCE", help="a Hugging Face model folder or hub id for the /attention page (repeat for more)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=port, default=8000, help="TCP port (0: any free port)")
     p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413); also sets the body limit")
     p.add_argument("--max-chars", type=positive_int, default=1000, help="characters per text (more: 413); also sets the body limit")
+    p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights of one /attention page (default {MAX_CELLS:,})")
     p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
     p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
     add_checkpoint(p)

@@ -1,8 +1,9 @@
 """`attnkit serve`: a local web UI and JSON API over one or more loaded runs (FastAPI + uvicorn).
 
 Routes: each family's pages (one template around the family's view, `serve/pages.py`) and `POST`
-endpoints (`attnkit.families.protocol.Api`), `/static/*` (plain-JS and CSS assets), `GET /v1/models`,
-`GET /healthz`, `/openapi.json`.
+endpoints (`attnkit.families.protocol.Api`), the `/attention` page over every run and Hugging Face
+model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), `/static/*` (plain-JS and CSS
+assets), `GET /v1/models`, `GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` thread. Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
 `serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a
@@ -31,12 +32,14 @@ from attnkit.families.protocol import Endpoint
 from attnkit.serve import schemas
 from attnkit.serve.batcher import DynamicBatcher
 from attnkit.serve.body_limit import BodyLimit
+from attnkit.serve.explorer import EXPLORER, add_routes
 from attnkit.serve.pages import navigation, render_page
+from attnkit.sources.page import MAX_CELLS
 from attnkit.viz.report import template
 
 log = logging.getLogger("attnkit")
 STATIC = resources.files("attnkit.serve") / "static"
-SHARED_ASSETS = {"attention.js": template("attention.js"), "attention.css": template("attention.css"),
+SHARED_ASSETS = {"attention.js": template("attention.js"), "attention-views.js": template("attention-views.js"), "attention.css": template("attention.css"),
                  "page.js": (STATIC / "page.js").read_text(encoding="utf-8")}  # fmt: skip
 MEDIA = {".js": "text/javascript", ".css": "text/css"}
 ERRORS = {code: {"model": schemas.Error} for code in (404, 413, 422, 500)}
@@ -46,6 +49,7 @@ ERRORS = {code: {"model": schemas.Error} for code in (404, 413, 422, 500)}
 class Limits:
     max_texts: int = 64
     max_chars: int = 1000
+    max_cells: int = MAX_CELLS  # attention weights of one /attention page
 
     @property
     def max_body(self) -> int:
@@ -131,8 +135,9 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts)[:500]
 
 
-def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching: Batching = Batching()) -> FastAPI:
-    """The app serving `models` by name (one batcher thread each), with every family's pages and routes."""
+def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching: Batching = Batching(), hf: dict | None = None) -> FastAPI:
+    """The app serving `models` by name (one batcher thread each), with every family's pages and routes,
+    and the attention page over them and the Hugging Face models `hf` (name -> `sources.hf.load`)."""
     served = {name: ServedModel(name, loaded, batching) for name, loaded in models.items()}
 
     @asynccontextmanager
@@ -144,7 +149,12 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
     app = FastAPI(title="attnkit", summary="Run trained attention models and look at their attention", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.models = served
     assets = dict(SHARED_ASSETS)
-    nav = navigation(family.api for family in FAMILIES.values())
+    apis = [*(family.api for family in FAMILIES.values()), EXPLORER]
+    nav = navigation(apis)
+    assets.update({name: path.read_text(encoding="utf-8") for name, path in EXPLORER.assets.items()})
+    for path, page in EXPLORER.pages.items():
+        _add_page(app, path, render_page(page, EXPLORER, nav))
+    add_routes(app, {**models, **(hf or {})}, limits.max_chars, limits.max_cells)
     for family in FAMILIES.values():
         assets.update({name: path.read_text(encoding="utf-8") for name, path in family.api.assets.items()})
         for path, page in family.api.pages.items():
@@ -214,9 +224,22 @@ def load_models(runs: Sequence[str], checkpoint: str = "best", dtype=None) -> di
     return models
 
 
+def load_hf(sources: Sequence[str], taken: Sequence[str] = ()) -> dict:
+    """Load each Hugging Face model (`--hf`) under the name it was given (a folder: its name)."""
+    from attnkit.sources.hf.load import load
+
+    models: dict = {}
+    for source in sources:
+        name = Path(source).resolve().name if Path(source).is_dir() else source
+        if name in models or name in taken:
+            raise AttnkitError(f"{source}: two models named {name!r}")
+        models[name] = load(source)
+    return models
+
+
 def serve(runs: Sequence[str], host: str = "127.0.0.1", port: int = 8000, limits: Limits = Limits(),
-          batching: Batching = Batching(), checkpoint: str = "best", dtype=None) -> None:  # fmt: skip
-    """Load `runs` and serve them until interrupted."""
+          batching: Batching = Batching(), checkpoint: str = "best", dtype=None, hf: Sequence[str] = ()) -> None:  # fmt: skip
+    """Load `runs` (and the Hugging Face models `hf`) and serve them until interrupted."""
     import uvicorn
 
     with socket.socket() as probe:  # a busy port is one clear line, before the models load
@@ -224,6 +247,9 @@ def serve(runs: Sequence[str], host: str = "127.0.0.1", port: int = 8000, limits
             probe.bind((host, port))
         except OSError as e:
             raise AttnkitError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
-    app = create_app(load_models(runs, checkpoint, dtype), limits, batching)
-    log.info("serving %s on http://%s:%d/", ", ".join(app.state.models), host, port)
+    if not runs and not hf:
+        raise AttnkitError("serve: give run folders, --hf models, or both")
+    models = load_models(runs, checkpoint, dtype)
+    app = create_app(models, limits, batching, load_hf(hf, list(models)))
+    log.info("serving %s on http://%s:%d/", ", ".join([*models, *hf]), host, port)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -23,9 +23,14 @@ def pyplot():
 
 def save_png(fig, path: str | Path, dpi: int = 120) -> Path:
     """Write a matplotlib figure as PNG atomically (never a half-written file), close it; returns the path."""
+    return save_figure(fig, path, dpi, "png")
+
+
+def save_figure(fig, path: str | Path, dpi: int = 120, format: str | None = None) -> Path:
+    """Write a figure atomically as PNG or SVG (`format`, or the suffix of `path`), close it; returns the path."""
     path = Path(path)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=dpi)
+        fig.savefig(tmp, format=format or ("svg" if path.suffix == ".svg" else "png"), dpi=dpi)
     pyplot().close(fig)
     return path
 
@@ -47,4 +52,4 @@ def plot_attention(weights, src: list[str], tgt: list[str], path: str | Path, ti
         ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     fig.tight_layout()
-    return save_png(fig, path)
+    return save_figure(fig, path)

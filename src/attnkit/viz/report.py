@@ -24,6 +24,11 @@ def template(name: str) -> str:
     return (TEMPLATES / name).read_text(encoding="utf-8")
 
 
+def shared_script() -> str:
+    """The views every page shares: the canvas views (`attention-views.js`), then the card (`attention.js`)."""
+    return template("attention-views.js") + "\n" + template("attention.js")
+
+
 def embed_json(value) -> str:
     """JSON that is safe inside a <script> element ("</" escaped as "<\\/", still valid JSON)."""
     return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
@@ -33,7 +38,7 @@ def render_report(records: list[dict], title: str, renderer: str = "") -> str:
     """The report page for `records` (a family's `records`: the same JSON the web UI gets), drawn by
     `renderer` (the family's script that sets `AttnView.render`; "": the common card)."""
     page = template("report.html")
-    parts = {"{{style}}": template("attention.css"), "{{script}}": template("attention.js") + "\n" + renderer,
+    parts = {"{{style}}": template("attention.css"), "{{script}}": shared_script() + "\n" + renderer,
              "{{title}}": html.escape(title), "{{data}}": embed_json(records)}  # fmt: skip
     for key, value in parts.items():
         page = page.replace(key, value)

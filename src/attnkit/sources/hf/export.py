@@ -67,22 +67,42 @@ def _attribute(writer: NpzWriter, hf: HfModel, prep: Prepared, options: Attentio
     return {"attributed": label, **{f"ig_{k}": v for k, v in figures.items()}}
 
 
-def export_hf(hf: HfModel, text: str | None, out: str | Path, options: AttentionOptions) -> dict:
-    """Write the npz of `text` (or `options.image`) through `hf`; returns a summary for the command line."""
+def _prediction(hf: HfModel, prep: Prepared, out) -> str:
+    """What the model made of the input, in words: the output text, a class, or the next token."""
+    if prep.output_ids is not None:
+        return hf.tokenizer.decode(prep.output_ids, skip_special_tokens=True)
+    logits = getattr(out, "logits", None)
+    if logits is None:
+        return ""
+    best = int(logits[0, -1].argmax()) if logits.dim() == 3 else int(logits[0].argmax())  # (1, T, V) or (1, C)
+    if logits.dim() == 3 and hf.tokenizer is not None:
+        return f"next token: {hf.tokenizer.convert_ids_to_tokens(best)}"
+    labels = getattr(hf.model.config, "id2label", None) or {}
+    return f"class: {labels.get(best, best)}"
+
+
+def write_hf(hf: HfModel, text: str | None, writer: NpzWriter, options: AttentionOptions) -> dict:
+    """Write the maps of `text` (or `options.image`) through `hf` into `writer`; returns a summary."""
     if options.words and hf.arch == "vision":
         raise AttnkitError(f"{hf.name}: --words merges text pieces; this is a vision model")
     prep = prepare(hf, text, options)
-    with npz_writer(out) as writer:
-        collector = Collector(writer, flow=options.flow, words=_groups(prep) if options.words else {})
-        with collecting(hf.model, hf.arch, collector), torch.inference_mode():
-            hf.model(**prep.inputs)
-        if hf.arch == "vision":
-            prep.tokens = vision_tokens(prep, collector.shapes["encoder"][-1])
-        summaries = collector.finish()
-        _write_labels(writer, prep, list(collector.layers), options.words)
-        summary = {"out": str(out), "model": type(hf.model).__name__, "kinds": dict(collector.layers), "tokens": len(prep.tokens)}
-        if prep.target_tokens is not None:
-            summary["target_tokens"] = len(prep.target_tokens)
-        if options.attribute:
-            summary.update(_attribute(writer, hf, prep, options))
+    collector = Collector(writer, flow=options.flow, words=_groups(prep) if options.words else {})
+    with collecting(hf.model, hf.arch, collector), torch.inference_mode():
+        out = hf.model(**prep.inputs)
+    if hf.arch == "vision":
+        prep.tokens = vision_tokens(prep, collector.shapes["encoder"][-1])
+    summaries = collector.finish()
+    _write_labels(writer, prep, list(collector.layers), options.words)
+    summary = {"model": type(hf.model).__name__, "kinds": dict(collector.layers), "tokens": len(prep.tokens), "prediction": _prediction(hf, prep, out)}
+    if prep.target_tokens is not None:
+        summary["target_tokens"] = len(prep.target_tokens)
+    if options.attribute:
+        summary.update(_attribute(writer, hf, prep, options))
     return {**summary, "summaries": summaries}
+
+
+def export_hf(hf: HfModel, text: str | None, out: str | Path, options: AttentionOptions) -> dict:
+    """Write the npz of `text` (or `options.image`) through `hf`; returns a summary for the command line."""
+    with npz_writer(out) as writer:
+        summary = write_hf(hf, text, writer, options)
+    return {"out": str(out), **summary}

@@ -6,7 +6,10 @@
 "use strict";
 
 const AttnView = (() => {
-  const KIND_NAMES = {cross: "encoder-decoder attention", encoder: "encoder self-attention", decoder_self: "decoder self-attention"};
+  const KIND_NAMES = {cross: "encoder-decoder attention", encoder: "encoder self-attention", decoder_self: "decoder self-attention",
+                      self: "self-attention", rollout: "attention rollout", rollout_encoder: "encoder rollout", flow: "attention flow"};
+  const VIEWS = {heatmap: "heatmap", head: "head view", model: "model view"};
+  const VIEW_CLASS = {heatmap: "attn-heatmap", head: "attn-headview", model: "attn-modelview"};
 
   function el(tag, attrs = {}, children = []) {
     const node = document.createElement(tag);
@@ -47,79 +50,94 @@ const AttnView = (() => {
     });
   }
 
-  // The interactive view of one sentence's maps: selectors, token strips and a heatmap. Hovering a
-  // query token shades the key tokens by its row; hovering a key token shades the queries by its column.
+  // The interactive view of one record's maps: pick the kind, the view (heatmap, head view, model
+  // view), the layer and the head. Short inputs also get token strips: hovering a query token shades
+  // the key tokens by its row, hovering a key token shades the queries by its column. Each view can be
+  // saved as PNG (the canvas) or SVG (the same drawing operations).
   function renderMaps(container, maps) {
     const kinds = Object.keys(KIND_NAMES).filter((k) => maps[k]);
     const kindLabel = select("attn-kind", kinds.map((k) => [k, KIND_NAMES[k]]), "attention");
+    const viewLabel = select("attn-view-pick", Object.entries(VIEWS), "view");
     const pickers = el("span", {class: "attn-pickers"});
+    const topK = el("input", {class: "attn-topk", type: "number", min: "1", max: "50", value: "5", "aria-label": "lines per query"});
+    const topLabel = el("label", {class: "attn-topk-label"}, [document.createTextNode("lines per query "), topK]);
     const body = el("div", {class: "attn-body"});
-    container.appendChild(el("div", {class: "attn-view"}, [el("div", {class: "attn-controls"}, [kindLabel, pickers]), body]));
-    const kindInput = kindLabel.querySelector("select");
-    let layerInput, headInput;
+    container.appendChild(el("div", {class: "attn-view"}, [el("div", {class: "attn-controls"}, [kindLabel, viewLabel, pickers, topLabel]), body]));
+    const kindInput = kindLabel.querySelector("select"), viewInput = viewLabel.querySelector("select");
+    let layerInput, headInput, src;
 
     function buildPickers() {
-      const layers = maps[kindInput.value].layers;
-      const heads = layers[0].map((_, h) => [String(h), `head ${h + 1}`]);
-      const layerLabel = select("attn-layer", layers.map((_, l) => [String(l), `layer ${l + 1}`]), "layer");
-      const headLabel = select("attn-head", heads.length > 1 ? [["mean", "mean over heads"], ...heads] : heads, "head");
-      pickers.replaceChildren(layerLabel, headLabel);
+      src = AttnDraw.source(maps[kindInput.value]);
+      const heads = [...Array(src.H).keys()].map((h) => [String(h), `head ${h + 1}`]);
+      const all = viewInput.value === "head" ? "all heads" : "mean over heads";
+      const layerLabel = select("attn-layer", [...Array(src.L).keys()].map((l) => [String(l), `layer ${l + 1}`]), "layer");
+      const headLabel = select("attn-head", heads.length > 1 ? [["mean", all], ...heads] : heads, "head");
+      pickers.replaceChildren(...(viewInput.value === "model" ? [] : [layerLabel, headLabel]));
       layerInput = layerLabel.querySelector("select");
-      layerInput.value = String(layers.length - 1);  // the last layer first: where the alignment is plainest
+      layerInput.value = String(src.L - 1);  // the last layer first: where the alignment is plainest
       headInput = headLabel.querySelector("select");
       layerInput.addEventListener("change", draw);
       headInput.addEventListener("change", draw);
+      topLabel.style.display = viewInput.value === "head" ? "" : "none";
+    }
+
+    function open(at) {  // a model-view thumbnail clicked: its heatmap
+      viewInput.value = "heatmap";
+      buildPickers();
+      layerInput.value = String(at.l);
+      headInput.value = String(at.h);
+      draw();
     }
 
     function draw() {
-      const m = maps[kindInput.value];
-      const layer = m.layers[Number(layerInput.value)];
-      const weights = headInput.value === "mean" ? meanOverHeads(layer) : layer[Number(headInput.value)];
+      const layer = Number(layerInput.value), head = headInput.value, hover = el("div", {class: "attn-hover", text: "\u00a0"});
+      let view, strips = [];
+      if (viewInput.value === "model") view = AttnDraw.modelView(src);
+      else if (viewInput.value === "head") {
+        const heads = head === "mean" ? [...Array(src.H).keys()] : [Number(head)];
+        view = AttnDraw.headView(src, layer, heads, Math.max(1, Number(topK.value) || 5));
+      } else {
+        const w = head === "mean" ? src.mean(layer) : src.get(layer, Number(head));
+        view = AttnDraw.heatmap(src, w);
+        if (Math.max(src.Tq, src.Tk) <= 200) strips = tokenStrips(src, w);
+      }
+      const stage = AttnDraw.mount(view, VIEW_CLASS[viewInput.value], (text) => { hover.textContent = text || "\u00a0"; }, viewInput.value === "model" ? open : null);
+      const name = `attention-${kindInput.value}-${viewInput.value}` + (viewInput.value === "model" ? "" : `-layer${layer + 1}-${head === "mean" ? "all" : `head${Number(head) + 1}`}`);
+      const png = el("button", {class: "attn-png", type: "button", text: "PNG"}), svg = el("button", {class: "attn-svg", type: "button", text: "SVG"});
+      png.addEventListener("click", () => stage.canvas.toBlob((blob) => AttnDraw.download(blob, `${name}.png`), "image/png"));
+      svg.addEventListener("click", () => AttnDraw.download(new Blob([AttnDraw.svg(view)], {type: "image/svg+xml"}), `${name}.svg`));
+      body.replaceChildren(...strips, el("div", {class: "attn-scroll"}, [stage]), hover,
+                           el("div", {class: "attn-export"}, [document.createTextNode("save as "), png, svg]), ...(view.vmax ? [legend(view.vmax)] : []));
+    }
+
+    // The query and key tokens as strips that shade each other on hover.
+    function tokenStrips(m, w) {
       const keys = tokenStrip("attn-keys", m.cols), queries = tokenStrip("attn-queries", m.rows);
       const keySpans = [...keys.children], querySpans = [...queries.children];
-      querySpans.forEach((span, i) => hover(span, keySpans, () => weights[i]));
-      keySpans.forEach((span, j) => hover(span, querySpans, () => weights.map((row) => row[j])));
-      body.replaceChildren(el("div", {class: "attn-strip-label", text: "keys (attended to)"}), keys,
-                           el("div", {class: "attn-strip-label", text: "queries (attending)"}), queries,
-                           heatmap(m.rows, m.cols, weights, querySpans, keySpans), legend());
+      const row = (i) => Array.from(w.subarray(i * m.Tk, (i + 1) * m.Tk)), col = (j) => m.rows.map((_, i) => w[i * m.Tk + j]);
+      querySpans.forEach((span, i) => hover(span, keySpans, () => row(i)));
+      keySpans.forEach((span, j) => hover(span, querySpans, () => col(j)));
+      return [el("div", {class: "attn-strip-label", text: "keys (attended to)"}), keys, el("div", {class: "attn-strip-label", text: "queries (attending)"}), queries];
     }
 
     kindInput.addEventListener("change", () => { buildPickers(); draw(); });
+    viewInput.addEventListener("change", () => { buildPickers(); draw(); });
+    topK.addEventListener("change", draw);
     buildPickers();
     draw();
   }
 
-  // The colour scale: weight 0 (white) to 1 (deep blue).
-  function legend() {
+  // The colour scale: weight 0 (white) to the map's largest weight (deep blue).
+  function legend(vmax) {
     const bar = el("span", {class: "attn-legend-bar"});
     bar.style.background = `linear-gradient(to right, ${shade(0)}, ${shade(1)})`;
-    return el("div", {class: "attn-legend"}, [el("span", {text: "weight 0"}), bar, el("span", {text: "1"})]);
+    return el("div", {class: "attn-legend"}, [el("span", {text: "weight 0"}), bar, el("span", {text: vmax.toFixed(3)})]);
   }
 
   // Hovering `span` marks it and shades `others` by weights(); leaving clears them.
   function hover(span, others, weights) {
     span.addEventListener("mouseenter", () => { span.classList.add("attn-active"); setWeights(others, weights()); });
     span.addEventListener("mouseleave", () => { span.classList.remove("attn-active"); setWeights(others, null); });
-  }
-
-  // A table heatmap: rows = queries, columns = keys; hovering a cell marks its two tokens.
-  function heatmap(rows, cols, weights, querySpans, keySpans) {
-    const table = el("table", {class: "attn-heatmap"});
-    const head = el("tr", {}, [el("th")]);
-    cols.forEach((c) => head.appendChild(el("th", {class: "attn-col", text: c})));
-    table.appendChild(head);
-    weights.forEach((row, i) => {
-      const tr = el("tr", {}, [el("th", {class: "attn-row", text: rows[i]})]);
-      row.forEach((w, j) => {
-        const td = el("td", {title: `${rows[i]} \u2192 ${cols[j]}: ${w.toFixed(3)}`});
-        td.style.backgroundColor = shade(w);
-        td.addEventListener("mouseenter", () => { querySpans[i].classList.add("attn-active"); keySpans[j].classList.add("attn-active"); });
-        td.addEventListener("mouseleave", () => { querySpans[i].classList.remove("attn-active"); keySpans[j].classList.remove("attn-active"); });
-        tr.appendChild(td);
-      });
-      table.appendChild(tr);
-    });
-    return el("div", {class: "attn-scroll"}, [table]);
   }
 
   // A record's card: its source, its output, the n-best list with scores (when it has one), what

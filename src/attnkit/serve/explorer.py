@@ -1,0 +1,81 @@
+"""The `/attention` page of `attnkit serve`: every served source's attention in the explorer's views.
+
+Sources are the served runs and the Hugging Face models of `--hf` (a folder or a hub id). The page
+(`static/attention.html` in the one template, `serve/pages.py`) posts one text to
+`POST /v1/attention` and draws the answer's record with the shared card and views, the record that
+`attnkit report` embeds (`attnkit.sources.page`). `GET /v1/sources` lists the sources. Each
+source answers one request at a time (a lock each), in a worker thread; a text over `--max-chars`
+is refused (413), and so is a page over `--max-cells` weights (422, one line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
+
+from attnkit.errors import AttnkitError
+from attnkit.families.protocol import Api, Page
+from attnkit.sources.options import AttentionOptions
+from attnkit.sources.page import page_record
+
+STATIC = resources.files("attnkit.serve") / "static"
+EXPLORER = Api(pages={"/attention": Page("attention", STATIC / "attention.html", scripts=("attention-page.js",))},
+               assets={"attention-page.js": STATIC / "attention-page.js"})  # fmt: skip
+
+
+class AttentionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str | None = Field(None, description="a source's name (GET /v1/sources); default: the first")
+    text: str = Field(description="the input text")
+    target: str | None = Field(None, description="encoder-decoder models: the target to attend over (default: the model's own output)")
+    words: bool = Field(False, description="merge subword pieces into words")
+    flow: bool = Field(False, description="also attention flow (slow)")
+
+
+class AttentionResponse(BaseModel):
+    model: str
+    record: dict
+
+
+class SourceInfo(BaseModel):
+    name: str
+    type: str  # "run" or "hf"
+
+
+def add_routes(app: FastAPI, sources: dict[str, Any], max_chars: int, max_cells: int) -> None:
+    """`GET /v1/sources` and `POST /v1/attention` over `sources` (name -> a loaded run or Hugging Face model)."""
+    locks = {name: threading.Lock() for name in sources}
+
+    @app.get("/v1/sources", response_model=list[SourceInfo])
+    async def list_sources() -> list[SourceInfo]:
+        return [SourceInfo(name=name, type="run" if hasattr(s, "family") else "hf") for name, s in sources.items()]
+
+    @app.post("/v1/attention", response_model=AttentionResponse)
+    async def attention(body: AttentionRequest) -> AttentionResponse:
+        name = body.model or next(iter(sources), None)
+        if name not in sources:
+            raise HTTPException(404, f"unknown model {name!r}; loaded: {', '.join(sources)}")
+        for field, text in (("text", body.text), ("target", body.target or "")):
+            if len(text) > max_chars:
+                raise HTTPException(413, f"{field}: {len(text)} characters, at most {max_chars}")
+        if not body.text.strip():
+            raise HTTPException(422, "text: empty text")
+        options = AttentionOptions(target=body.target, words=body.words, flow=body.flow)
+
+        def run() -> dict:
+            with locks[name]:
+                return page_record(sources[name], body.text, options, max_cells)
+
+        try:
+            record = await asyncio.to_thread(run)
+        except AttnkitError as e:
+            raise HTTPException(422, str(e)) from None
+        except Exception as e:
+            raise HTTPException(500, f"model {name!r} failed: {type(e).__name__}: {e}") from None
+        return AttentionResponse(model=name, record=record)

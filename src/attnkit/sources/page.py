@@ -1,0 +1,153 @@
+"""The explorer page's record of one input, from an attnkit run or a Hugging Face model.
+
+`attnkit report`, the `/attention` page of `attnkit serve`, `attnkit.show` and `attnkit plot --view`
+all draw what `page_record` returns: the common record of the report (docs/explorer.md) with
+`source` (the input), `text` (what the model made of it: its output, class or next token) and
+`maps`, one entry per kind of attention and per summary (`rollout`, `rollout_encoder`, `flow`, each
+one layer of one head). The maps come through the same `Collector` as `attnkit attention`'s npz,
+into a `MemoryWriter` instead of a file.
+
+So that a page of a 2,048-token input stays a file a browser opens, a page holds each (layer, head)
+map as bytes: the weights divided by the map's largest weight, times 255, rounded (`scale` keeps
+that largest weight; the views draw every map on its own scale anyway), base64 in the JSON. That is
+one byte a weight, kept from the moment the layer arrives; `max_cells` caps the weights of one page
+(one line says so, and `attnkit attention` writes them all, exactly, into an npz).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnkit.errors import AttnkitError
+from attnkit.sources.options import AttentionOptions
+
+MAX_CELLS = 64 * 2**20  # weights a page may hold (64 MiB as bytes; about 85 MB of base64)
+KINDS = ("encoder", "self", "decoder_self", "cross")  # in the order the page lists them
+SUMMARIES = ("rollout", "rollout_encoder", "flow")
+
+
+@dataclass
+class Quantized:
+    """Maps (..., Tq, Tk) as bytes: weight ~= data / 255 * scale, one scale per map (its largest weight)."""
+
+    data: np.ndarray  # uint8 (..., Tq, Tk)
+    scale: np.ndarray  # float (...)
+
+
+def quantize(weights: np.ndarray) -> Quantized:
+    """Each (Tq, Tk) map of `weights` (..., Tq, Tk) to bytes on its own scale."""
+    scale = np.asarray(weights.max(axis=(-2, -1)), dtype=np.float64)  # (...)
+    scale[scale <= 0] = 1.0
+    data = np.rint(weights / scale[..., None, None] * 255).clip(0, 255).astype(np.uint8)  # (..., Tq, Tk)
+    return Quantized(data, scale)
+
+
+class MemoryWriter:
+    """An `NpzWriter` that keeps what it is given (maps quantized when `quantize`), up to `max_cells` weights."""
+
+    def __init__(self, name: str, max_cells: int = MAX_CELLS, quantize: bool = True) -> None:
+        self.name, self.max_cells, self.quantize = name, max_cells, quantize
+        self.arrays: dict[str, Any] = {}
+        self.names: list[str] = []
+        self.cells = 0
+
+    def add(self, name: str, array: np.ndarray | Sequence[str]) -> None:
+        if isinstance(array, list | tuple):
+            self.arrays[name] = [str(t) for t in array]
+        else:
+            array = np.asarray(array)
+            if array.dtype.kind == "f" and array.ndim >= 2:
+                self.cells += array.size
+                if self.cells > self.max_cells:
+                    raise AttnkitError(f"{self.name}: the page would hold more than {self.max_cells:,} attention weights "
+                                       "(a shorter input, --max-cells, or `attnkit attention` for an npz of them all)")  # fmt: skip
+                self.arrays[name] = quantize(array) if self.quantize else array
+            else:
+                self.arrays[name] = array.tolist() if array.dtype.kind == "U" else array
+        self.names.append(name)
+
+
+def open_source(source: str | Path, checkpoint: str = "best") -> Any:
+    """An attnkit run (`families.load_run`) or a Hugging Face model (`sources.hf.load`), loaded."""
+    from attnkit.sources import is_run
+
+    if is_run(source):
+        from attnkit.families import load_run
+
+        return load_run(source, checkpoint)
+    from attnkit.sources.hf.load import load
+
+    return load(str(source))
+
+
+def source_name(loaded: Any) -> str:
+    """How a loaded source is named on a page: the run's folder name, or the model as it was given."""
+    return loaded.folder.name if hasattr(loaded, "family") else loaded.name
+
+
+def collect(loaded: Any, text: str | None, options: AttentionOptions, max_cells: int = MAX_CELLS, quantize: bool = True) -> tuple[dict, dict]:
+    """(arrays by npz name, the summary) of one input through a loaded source."""
+    writer = MemoryWriter(source_name(loaded), max_cells, quantize)
+    if hasattr(loaded, "family"):
+        from attnkit.sources.run import write_run
+
+        summary = write_run(loaded, text, writer, options)
+    else:
+        from attnkit.sources.hf.export import write_hf
+
+        summary = write_hf(loaded, text, writer, options)
+    return writer.arrays, summary
+
+
+def _pack(q: Quantized) -> dict:
+    """(L, H, Tq, Tk) bytes -> the page's `scale` [L][H] and `data` [L][H] (base64)."""
+    data = [[base64.b64encode(m.tobytes()).decode("ascii") for m in layer] for layer in q.data]
+    return {"scale": q.scale.tolist(), "data": data}
+
+
+def _summary_labels(arrays: dict, maps: dict, name: str) -> tuple[list[str], list[str]]:
+    """(rows, cols) of a summary: the cross queries x the input for an encoder-decoder rollout, else the self kind's."""
+    if name == "rollout" and "cross" in maps and "rollout_encoder" in arrays:
+        return maps["cross"]["rows"], maps["cross"]["cols"]
+    own = next(maps[k] for k in ("encoder", "self") if k in maps)
+    return own["rows"], own["cols"]
+
+
+def build_maps(arrays: dict, kinds: dict[str, int]) -> dict:
+    """The page's `maps` from quantized arrays: every kind's layers, then the summaries present."""
+    maps = {}
+    for kind in (k for k in KINDS if kinds.get(k)):
+        layers = [arrays[f"{kind}/layer{l}"] for l in range(1, kinds[kind] + 1)]
+        stacked = Quantized(np.stack([q.data for q in layers]), np.stack([q.scale for q in layers]))  # (L, H, Tq, Tk)
+        maps[kind] = {"rows": arrays[f"{kind}/queries"], "cols": arrays[f"{kind}/keys"], **_pack(stacked)}
+    for name in (n for n in SUMMARIES if n in arrays):
+        q = arrays[name]
+        rows, cols = _summary_labels(arrays, maps, name)
+        maps[name] = {"rows": rows, "cols": cols, **_pack(Quantized(q.data[None, None], q.scale[None, None]))}  # (1, 1, Tq, Tk)
+    return maps
+
+
+def page_record(loaded: Any, text: str | None, options: AttentionOptions = AttentionOptions(), max_cells: int = MAX_CELLS) -> dict:
+    """The record the explorer page draws for one input (module docstring)."""
+    arrays, summary = collect(loaded, text, options, max_cells)
+    return {"id": 0, "model": source_name(loaded), "source": text if text is not None else str(options.image),
+            "text": summary.get("prediction", ""), "maps": build_maps(arrays, summary["kinds"])}  # fmt: skip
+
+
+def float_maps(arrays: dict, kinds: dict[str, int]) -> dict[str, dict]:
+    """From arrays kept as floats (`collect(..., quantize=False)`): per kind and summary, `rows`,
+    `cols` and `layers` (L, H, Tq, Tk) float32 (`attnkit plot --view`)."""
+    maps = {}
+    for kind in (k for k in KINDS if kinds.get(k)):
+        layers = np.stack([arrays[f"{kind}/layer{l}"] for l in range(1, kinds[kind] + 1)])  # (L, H, Tq, Tk)
+        maps[kind] = {"rows": arrays[f"{kind}/queries"], "cols": arrays[f"{kind}/keys"], "layers": layers}
+    for name in (n for n in SUMMARIES if n in arrays):
+        rows, cols = _summary_labels(arrays, maps, name)
+        maps[name] = {"rows": rows, "cols": cols, "layers": arrays[name][None, None]}  # (1, 1, Tq, Tk)
+    return maps

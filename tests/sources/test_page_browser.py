@@ -1,0 +1,155 @@
+"""The explorer's views in headless Chromium (Debian's `chromium`, driven by Playwright) on tiny Hugging
+Face models: the report page of a BERT and a Marian model (head view and model view draw, a
+thumbnail opens its heatmap, PNG and SVG export), the served /attention page, and a 2,048-token
+input (time to the first view and the page's size, printed and recorded in docs/explorer.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hf_tiny import TEXT, VOCAB, tokenizer, transformers
+
+from attnkit.sources.page import open_source, page_record
+from attnkit.viz.report import write_report
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+if not Path(CHROMIUM).is_file():
+    pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium; .ci/run installs it)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e .[dev])")
+
+INKED = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
+  for (let i = 0; i < d.length; i += 4) if (d[i] + d[i + 1] + d[i + 2] < 750) n++; return n; }"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    page = browser.new_page(viewport={"width": 1200, "height": 900}, accept_downloads=True)
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    yield page
+    page.close()
+
+
+def pick_view(page, view: str) -> None:
+    page.select_option(".attn-view-pick", view)
+
+
+def inked(page, selector: str) -> int:
+    return page.locator(selector).evaluate(INKED)
+
+
+@pytest.mark.parametrize(("name", "kinds"), [("bert", ["encoder", "rollout"]), ("marian", ["cross", "encoder", "decoder_self", "rollout", "rollout_encoder"])])
+def test_head_view_model_view_and_export(page, hf_folder, tmp_path, name, kinds):
+    path = write_report([page_record(open_source(str(hf_folder(name))), TEXT)], tmp_path / f"{name}.html", title=name)
+    page.goto(path.as_uri())
+    page.wait_for_selector(".attn-heatmap canvas.attn-canvas")
+    assert page.locator(".attn-kind option").evaluate_all("os => os.map(o => o.value)") == kinds
+    assert inked(page, ".attn-heatmap canvas.attn-canvas") > 100
+    pick_view(page, "head")
+    assert page.locator(".attn-head option").first.inner_text() == "all heads"
+    assert inked(page, ".attn-headview canvas.attn-canvas") > 500  # labels and lines
+    page.locator(".attn-headview .attn-overlay").hover(position={"x": 100, "y": 30})  # the first query token
+    assert page.locator(".attn-hover").inner_text().startswith("query 1: ")
+    assert inked(page, ".attn-headview canvas.attn-overlay") > 0  # its lines, marked
+    with page.expect_download() as download:
+        page.click(".attn-png")
+    png = Path(download.value.path()).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and download.value.suggested_filename.endswith("-head-layer2-all.png")
+    with page.expect_download() as download:
+        page.click(".attn-svg")
+    assert Path(download.value.path()).read_text().startswith("<svg") and "<path" in Path(download.value.path()).read_text()
+
+    pick_view(page, "model")
+    assert inked(page, ".attn-modelview canvas.attn-canvas") > 8 * 24 * 24  # 2 layers x 4 heads of thumbnails
+    page.locator(".attn-modelview .attn-overlay").click(position={"x": 52 + 1 * 86 + 10, "y": 18 + 10})  # layer 1, head 2
+    page.wait_for_selector(".attn-heatmap canvas.attn-canvas")
+    assert page.input_value(".attn-view-pick") == "heatmap" and page.input_value(".attn-layer") == "0" and page.input_value(".attn-head") == "1"
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    assert page.errors == []
+
+
+def test_the_served_attention_page(page, hf_folder):
+    import uvicorn
+
+    from attnkit.serve.app import Limits, create_app, load_hf
+
+    app = create_app({}, Limits(max_chars=200), hf=load_hf([str(hf_folder("marian"))]))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        page.goto(f"http://127.0.0.1:{port}/attention")
+        page.wait_for_selector("#model option[value=marian]", state="attached")
+        page.fill("#text", TEXT)
+        page.fill("#target", "the dog sat .")
+        page.click("#submit")
+        page.wait_for_selector(".attn-card .attn-heatmap canvas")
+        assert page.locator("#status").inner_text() == "done by marian"
+        pick_view(page, "head")
+        assert inked(page, ".attn-headview canvas.attn-canvas") > 500
+        page.fill("#text", "x " * 150)
+        page.click("#submit")
+        page.wait_for_function("document.getElementById('status').textContent.startsWith('error')")
+        assert page.locator("#status").inner_text() == "error 413: text: 299 characters, at most 200"  # (trimmed)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert [e for e in page.errors if "status of 413" not in e] == []  # the refused request is logged by the browser
+
+
+def long_model(folder: Path, positions: int = 2048) -> Path:
+    """A tiny-width BERT (2 layers x 2 heads, width 16) that takes `positions` tokens."""
+    config = transformers.BertConfig(vocab_size=len(VOCAB), pad_token_id=0, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=positions)  # fmt: skip
+    transformers.BertModel(config).save_pretrained(folder, safe_serialization=True)
+    tokenizer("bert").save_pretrained(folder)
+    return folder
+
+
+def test_a_2048_token_input_opens_and_stays_responsive(page, tmp_path):
+    words = ["the", "dog", "sat", "on", "a", "mat", ".", "and", "ran"]
+    text = " ".join(words[i % len(words)] for i in range(2046))  # + [CLS] and [SEP]: 2,048 tokens
+    started = time.perf_counter()
+    record = page_record(open_source(str(long_model(tmp_path / "long"))), text)
+    built = time.perf_counter() - started
+    assert len(record["maps"]["encoder"]["rows"]) == 2048
+    path = write_report([record], tmp_path / "long.html", title="2,048 tokens")
+    page.goto(path.as_uri())
+    page.wait_for_selector(".attn-heatmap canvas.attn-canvas")
+    first = page.evaluate("performance.now()")  # ms from navigation start to the heatmap drawn (the script draws synchronously)
+    assert inked(page, ".attn-heatmap canvas.attn-canvas") > 2048 * 100
+
+    def switch(view: str) -> float:
+        return page.evaluate("v => { const t = performance.now(), s = document.querySelector('.attn-view-pick'); s.value = v;"
+                             " s.dispatchEvent(new Event('change')); return performance.now() - t; }", view)  # fmt: skip
+
+    head, model, heatmap = switch("head"), switch("model"), switch("heatmap")
+    hover = page.evaluate("""() => { const o = document.querySelector('.attn-overlay'), r = o.getBoundingClientRect(), t = performance.now();
+        o.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 300, clientY: r.top + 300})); return performance.now() - t; }""")
+    figures = {"tokens": 2048, "page_mb": round(path.stat().st_size / 1e6, 1), "build_s": round(built, 1), "first_view_ms": round(first),
+               "head_view_ms": round(head), "model_view_ms": round(model), "heatmap_ms": round(heatmap), "hover_ms": round(hover, 1)}  # fmt: skip
+    print(json.dumps(figures))
+    if os.environ.get("ATTNKIT_ARTIFACTS"):
+        Path(os.environ["ATTNKIT_ARTIFACTS"]).mkdir(parents=True, exist_ok=True)
+        (Path(os.environ["ATTNKIT_ARTIFACTS"]) / "explorer-2048.json").write_text(json.dumps(figures) + "\n")
+    assert first < 60_000 and max(head, model, heatmap) < 30_000 and hover < 1_000  # generous: a loaded 2-core machine
+    assert page.errors == []
