@@ -1,4 +1,5 @@
-"""CUDA correctness of the Transformer: CPU/CUDA parity, cached decoding, beam search, bf16/fp16 steps.
+"""CUDA correctness of the Transformer: CPU/CUDA parity, cached decoding, beam search, bf16/fp16 steps,
+head masks (Michel et al.) and attention rollout on CUDA tensors.
 
 python benchmarks/cuda_check.py        (needs a CUDA device; prints one JSON line)
 """
@@ -14,7 +15,8 @@ from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.models.losses import label_smoothed_nll
-from attnkit.models.transformer import Transformer
+from attnkit.analysis.rollout import rollout
+from attnkit.models.transformer import HeadMask, Transformer
 
 
 def main() -> None:
@@ -46,6 +48,15 @@ def main() -> None:
         g1 = greedy(gpu, s, k, max_len_b=10, bos=BOS, eos=EOS)
         b1 = beam_search(gpu, s, k, beam=1, max_len_b=10, bos=BOS, eos=EOS)
         out["beam1_equals_greedy"] = all(a.tokens == b[0].tokens for a, b in zip(g1, b1))
+        gates = HeadMask(encoder=torch.ones(3, 4), decoder_self=torch.ones(3, 4), cross=torch.ones(3, 4))
+        gates.cross[1, 2] = gates.encoder[0, 0] = 0.0
+        cpu_masked = model.cpu()(src, src_keep, tgt_in, head_mask=gates)
+        gpu.cuda()
+        cuda_gates = HeadMask(*(m.cuda() for m in (gates.encoder, gates.decoder_self, gates.cross)))
+        out["head_mask_max_abs_diff_cpu_cuda"] = (gpu(s, k, t, head_mask=cuda_gates).cpu() - cpu_masked).abs().max().item()
+        out["head_mask_changes_logits"] = (cpu_masked - cpu_logits).abs().max().item() > 1e-3
+        layers = [w[0] for w in gpu.attentions(s[:1], k[:1], t[:1]).encoder]  # (H, S, S) per layer, on CUDA
+        out["rollout_max_abs_diff_cpu_cuda"] = (rollout(layers).cpu() - rollout([w.cpu() for w in layers])).abs().max().item()
     gpu.train()
     for precision, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
         opt = torch.optim.Adam(gpu.parameters(), lr=1e-4)
