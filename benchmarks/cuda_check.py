@@ -11,11 +11,11 @@ import json
 import torch
 import torch.nn.functional as F
 
+from attnkit.analysis.rollout import rollout
 from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.models.losses import label_smoothed_nll
-from attnkit.analysis.rollout import rollout
 from attnkit.models.transformer import HeadMask, Transformer
 
 
@@ -31,6 +31,10 @@ def main() -> None:
     with torch.inference_mode():
         cpu_logits = model(src, src_keep, tgt_in)
         cpu_beam = beam_search(model, src, src_keep, beam=4, max_len_b=10, bos=BOS, eos=EOS)
+        gates = HeadMask(encoder=torch.ones(3, 4), decoder_self=torch.ones(3, 4), cross=torch.ones(3, 4))
+        gates.cross[1, 2] = gates.encoder[0, 0] = 0.0
+        cpu_masked = model(src, src_keep, tgt_in, head_mask=gates)
+        cpu_layers = [w[0] for w in model.attentions(src[:1], src_keep[:1], tgt_in[:1]).encoder]  # (H, S, S) per layer
     gpu = model.cuda()
     s, k, t = src.cuda(), src_keep.cuda(), tgt_in.cuda()
     with torch.inference_mode():
@@ -48,15 +52,11 @@ def main() -> None:
         g1 = greedy(gpu, s, k, max_len_b=10, bos=BOS, eos=EOS)
         b1 = beam_search(gpu, s, k, beam=1, max_len_b=10, bos=BOS, eos=EOS)
         out["beam1_equals_greedy"] = all(a.tokens == b[0].tokens for a, b in zip(g1, b1))
-        gates = HeadMask(encoder=torch.ones(3, 4), decoder_self=torch.ones(3, 4), cross=torch.ones(3, 4))
-        gates.cross[1, 2] = gates.encoder[0, 0] = 0.0
-        cpu_masked = model.cpu()(src, src_keep, tgt_in, head_mask=gates)
-        gpu.cuda()
         cuda_gates = HeadMask(*(m.cuda() for m in (gates.encoder, gates.decoder_self, gates.cross)))
         out["head_mask_max_abs_diff_cpu_cuda"] = (gpu(s, k, t, head_mask=cuda_gates).cpu() - cpu_masked).abs().max().item()
         out["head_mask_changes_logits"] = (cpu_masked - cpu_logits).abs().max().item() > 1e-3
         layers = [w[0] for w in gpu.attentions(s[:1], k[:1], t[:1]).encoder]  # (H, S, S) per layer, on CUDA
-        out["rollout_max_abs_diff_cpu_cuda"] = (rollout(layers).cpu() - rollout([w.cpu() for w in layers])).abs().max().item()
+        out["rollout_max_abs_diff_cpu_cuda"] = (rollout(layers).cpu() - rollout(cpu_layers)).abs().max().item()
     gpu.train()
     for precision, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
         opt = torch.optim.Adam(gpu.parameters(), lr=1e-4)

@@ -3,6 +3,8 @@ output_attentions=True, for every kind and layer; rollout, flow, words and attri
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 import torch
@@ -12,7 +14,9 @@ from attnkit.analysis.rollout import cross_rollout, rollout
 from attnkit.sources import AttentionOptions, export_attention
 from attnkit.viz.words import merge_matrix, word_groups
 
-ATOL = 1e-6
+# attnkit loads with device_map="auto" where accelerate is installed, so on a GPU machine its maps come from CUDA
+# while the reference runs on the CPU: 2.6e-6 apart at most on an H200 (benchmarks/cuda_check.py's machine).
+ATOL = 1e-5 if torch.cuda.is_available() and importlib.util.find_spec("accelerate") else 1e-6
 
 
 def _reference(folder, **inputs):
