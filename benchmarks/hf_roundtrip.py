@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 from pathlib import Path
 
@@ -43,16 +44,28 @@ def share(a: list, b: list) -> float:
     return round(sum(x == y for x, y in zip(a, b, strict=True)) / len(a), 4)
 
 
-def hf_generate(hf, tokenizer, src: list[str], batch_size: int, **kwargs) -> tuple[list[str], list[list[int]]]:
-    """`generate` on batches of similar length; texts (batch_decode) and ids (no start, no padding, EOS kept) in input order."""
+def hf_generate(hf, tokenizer, src: list[str], batch_size: int, decode=None, **kwargs) -> tuple[list[str], list[list[int]]]:
+    """`generate` on batches of similar length; texts (batch_decode) and ids (no start, no padding, EOS kept) in input order.
+
+    With `decode`, each batch holds sources of one length and gets attnkit's step limit for it as
+    `max_new_tokens`: floor(max_len_a * (source + 1) + max_len_b), the source counted with its EOS.
+    """
     texts, ids = [""] * len(src), [[] for _ in src]
-    for index in length_batches([len(s) for s in src], batch_size):
-        inputs = tokenizer([src[i] for i in index], return_tensors="pt", padding=True)
-        with torch.no_grad():
-            out = hf.generate(**inputs, do_sample=False, **kwargs)  # (B, 1 + T)
-        for i, row, text in zip(index, out, tokenizer.batch_decode(out, skip_special_tokens=True)):
-            texts[i], ids[i] = text, [t for t in row[1:].tolist() if t != PAD]
+    lengths = [len(tokenizer(s)["input_ids"]) for s in src]  # with EOS
+    for index in length_batches(lengths, batch_size):
+        groups = [index] if decode is None else [[i for i in index if lengths[i] == n] for n in sorted({lengths[i] for i in index})]
+        for group in groups:
+            limit = {} if decode is None else {"max_new_tokens": max(1, math.floor(decode.max_len_a * lengths[group[0]] + decode.max_len_b))}
+            _generate(hf, tokenizer, src, group, texts, ids, **kwargs, **limit)
     return texts, ids
+
+
+def _generate(hf, tokenizer, src: list[str], index: list[int], texts: list[str], ids: list[list[int]], **kwargs) -> None:
+    inputs = tokenizer([src[i] for i in index], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        out = hf.generate(**inputs, do_sample=False, **kwargs)  # (B, 1 + T)
+    for i, row, text in zip(index, out, tokenizer.batch_decode(out, skip_special_tokens=True)):
+        texts[i], ids[i] = text, [t for t in row[1:].tolist() if t != PAD]
 
 
 def greedy_figures(loaded, hf, tokenizer, src: list[str], batch_size: int) -> dict:
@@ -61,14 +74,17 @@ def greedy_figures(loaded, hf, tokenizer, src: list[str], batch_size: int) -> di
     hyps = [nbest[0] for nbest in search_ids(loaded.model, src_ids, decode)]
     ours = [detokenize(loaded.vocabs, h) for h in hyps]
     ours_ids = [h.tokens + [EOS] * h.finished for h in hyps]
-    texts, ids = hf_generate(hf, tokenizer, src, batch_size, num_beams=1)
+    texts, ids = hf_generate(hf, tokenizer, src, batch_size, num_beams=1)  # the exported max_length
+    limited, limited_ids = hf_generate(hf, tokenizer, src, batch_size, decode, num_beams=1)  # attnkit's limit per sentence
     marian_src = [tokenizer(s)["input_ids"][:-1] for s in src]  # without its EOS
     differ = [i for i, (a, b) in enumerate(zip(ours, texts)) if a != b]
     return {
         "figure": "greedy", "sentences": len(src), "same_text": share(ours, texts), "same_ids": share(ours_ids, ids),
+        "same_text_with_attnkit_step_limit": share(ours, limited), "same_ids_with_attnkit_step_limit": share(ours_ids, limited_ids),
         "same_source_ids": share(src_ids, marian_src), "cut_by_step_limit": sum(not h.finished for h in hyps),
         "bleu_attnkit": round(sacrebleu.corpus_bleu(ours, [REF]).score, 2), "bleu_generate": round(sacrebleu.corpus_bleu(texts, [REF]).score, 2),
-        "first_differences": [{"line": i + 1, "attnkit": ours[i], "generate": texts[i]} for i in differ[:3]],
+        "differences": [{"line": i + 1, "attnkit_words": len(ours[i].split()), "generate_words": len(texts[i].split()),
+                         "same_prefix": texts[i].startswith(ours[i]), "attnkit": ours[i][:80]} for i in differ[:3]],
     }  # fmt: skip
 
 
