@@ -81,12 +81,13 @@ def bleu_metric(loaded, examples, refs: list[str], split):
     import sacrebleu
 
     d, v = loaded.run.decode, loaded.vocabs
+    sources = [(src, []) for src, _ in examples]  # collate appends EOS
     batches = [range(i, min(i + 100, len(examples))) for i in range(0, len(examples), 100)]
 
     def bleu(mask):
         masked, out = MaskedDecoding(loaded.model, split(mask)), []
         for index in batches:
-            b = collate([(examples[i][0], []) for i in index], index)
+            b = collate(sources, index)
             hyps = greedy(masked, b.src, b.src_keep, max_len_a=d.max_len_a, max_len_b=d.max_len_b, bos=BOS, eos=EOS)
             out += [v.tgt_tokenizer.detokenize(v.tgt_vocab.decode(h.tokens)) for h in hyps]
         return sacrebleu.corpus_bleu(out, [refs]).score
