@@ -1,15 +1,18 @@
 """Head pruning and attention/attribution agreement of a trained translation Transformer run.
 
-    .venv/bin/python benchmarks/attention_analysis.py RUN --src SRC --ref REF [--n 100] [--attr 30]
+    .venv/bin/python benchmarks/attention_analysis.py RUN --src SRC --ref REF [--n 100] [--attr 30] [--metric accuracy|bleu] [--plot PNG]
     .venv/bin/python benchmarks/attention_analysis.py runs/toy --synthetic    # held-out pairs from the run's synthetic task
 
 1. Head importance (Michel et al. 2019) of every encoder, decoder-self and cross head from the
-   teacher-forced loss on the first --n pairs (|dL/dxi| per pair, summed), and the pruning curve: teacher-forced token accuracy
-   (%) as heads are masked in importance order and in a random order (seed 0); how many heads go
-   before accuracy drops by 1 point.
-2. For the first --attr pairs and every target position t: integrated gradients (50 steps, checked
+   teacher-forced loss on the first --n pairs (|dL/dxi| per pair, summed), and the pruning curve:
+   the metric as heads are masked in importance order and in a random order (seed 0); how many
+   heads go before it drops by 1 point. `--metric accuracy`: teacher-forced token accuracy (%);
+   `--metric bleu`: sacreBLEU of greedy decoding (the run's max_len_a/b) of the same pairs with the
+   heads masked at decoding time. `--plot` draws both curves.
+2. For the first --attr pairs (0: skip) and every target position t: integrated gradients (50 steps, checked
    for completeness) of log p(y_t) over the source embeddings, and Kendall's tau between them and
-   (a) the last decoder layer's cross attention row t (head mean), (b) the cross rollout C R_enc.
+   (a) each decoder layer's cross attention row t (head mean) and their mean, (b) the cross
+   rollout C_l R_enc through each layer's cross attention C_l, and with C averaged over the layers.
 Prints one JSON line.
 """
 
@@ -28,6 +31,10 @@ from attnkit.analysis.correlation import kendall_tau
 from attnkit.analysis.importance import head_importance, heads_before_drop, pruning_curve, pruning_order, random_order
 from attnkit.analysis.rollout import cross_rollout, head_mean
 from attnkit.data.batching import collate
+from attnkit.data.text import read_parallel
+from attnkit.data.vocab import BOS, EOS
+from attnkit.decode.greedy import greedy
+from attnkit.errors import AttnkitError
 from attnkit.families import load_run
 from attnkit.families.translation.synthetic import generate
 from attnkit.models.transformer import HeadMask
@@ -37,13 +44,72 @@ def pairs(args, loaded) -> list[tuple[str, str]]:
     if args.synthetic:
         s = loaded.run.data.synthetic
         return generate(s.task, args.n, vocab_size=s.vocab_size, min_len=s.min_len, max_len=s.max_len, seed=s.seed + 1)
-    with open(args.src, encoding="utf-8") as f, open(args.ref, encoding="utf-8") as g:
-        return [(a.strip(), b.strip()) for a, b, _ in zip(f, g, range(args.n))]
+    return read_parallel(args.src, args.ref)[: args.n]  # plain or .gz
 
 
 def split_mask(mask: torch.Tensor, le: int, ld: int) -> HeadMask:
     """(le + 2 ld, H) -> HeadMask: encoder rows, then decoder self, then cross."""
     return HeadMask(mask[:le], mask[le : le + ld], mask[le + ld :])
+
+
+def head_name(layer: int, head: int, le: int, ld: int) -> str:
+    """Row `layer` of the (le + 2 ld, H) mask as `enc0.h1`, `self2.h0`, `cross1.h3`."""
+    if layer < le:
+        return f"enc{layer}.h{head}"
+    kind, index = ("self", layer - le) if layer < le + ld else ("cross", layer - le - ld)
+    return f"{kind}{index}.h{head}"
+
+
+class MaskedDecoding:
+    """The model's decoding protocol (encode / init_state / step) with a fixed head mask, for the searches."""
+
+    def __init__(self, model, mask: HeadMask) -> None:
+        self.model, self.mask = model, mask
+
+    def encode(self, src, src_keep):
+        return self.model.encode(src, src_keep, head_mask=self.mask)  # (B, S, D)
+
+    def init_state(self, memory, src_keep):
+        return self.model.init_state(memory, src_keep)
+
+    def step(self, prev_tokens, state):
+        return self.model.step(prev_tokens, state, head_mask=self.mask)  # (B, V), state, (B, S)
+
+
+def bleu_metric(loaded, examples, refs: list[str], split):
+    """metric(mask) -> sacreBLEU of greedy decoding of the examples' sources with the heads masked."""
+    import sacrebleu
+
+    d, v = loaded.run.decode, loaded.vocabs
+    sources = [(src, []) for src, _ in examples]  # collate appends EOS
+    batches = [range(i, min(i + 100, len(examples))) for i in range(0, len(examples), 100)]
+
+    def bleu(mask):
+        masked, out = MaskedDecoding(loaded.model, split(mask)), []
+        for index in batches:
+            b = collate(sources, index)
+            hyps = greedy(masked, b.src, b.src_keep, max_len_a=d.max_len_a, max_len_b=d.max_len_b, bos=BOS, eos=EOS)
+            out += [v.tgt_tokenizer.detokenize(v.tgt_vocab.decode(h.tokens)) for h in hyps]
+        return sacrebleu.corpus_bleu(out, [refs]).score
+
+    return bleu
+
+
+def plot(path: str, by_importance, by_random, metric: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
+    ax.plot(*zip(*by_importance), marker="o", ms=3, label="importance order (least important first)")
+    ax.plot(*zip(*by_random), marker="s", ms=3, label="random order (seed 0)")
+    ax.axhline(by_importance[0][1] - 1.0, color="grey", lw=0.8, ls="--", label="all heads - 1")
+    ax.set(xlabel="heads masked", ylabel=metric, title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
 
 
 def main() -> None:
@@ -54,7 +120,12 @@ def main() -> None:
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--attr", type=int, default=30)
+    p.add_argument("--metric", choices=["accuracy", "bleu"], default="accuracy")
+    p.add_argument("--plot", help="write the pruning curves to this PNG")
+    p.add_argument("--threads", type=int)
     args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     loaded = load_run(args.run)
     model, v = loaded.model.eval(), loaded.vocabs
@@ -77,35 +148,49 @@ def main() -> None:
         hit = (logits(mask).argmax(-1) == batch.tgt_out) & batch.tgt_keep
         return 100.0 * hit.sum().item() / batch.tgt_keep.sum().item()
 
+    metric = accuracy if args.metric == "accuracy" else bleu_metric(loaded, examples, [b for _, b in data], lambda m: split_mask(m, le, ld))
     importance = head_importance(loss, range(len(examples)), shape)
-    by_importance = pruning_curve(accuracy, pruning_order(importance), shape)
-    by_random = pruning_curve(accuracy, random_order(shape, seed=0), shape)
+    by_importance = pruning_curve(metric, pruning_order(importance), shape)
+    by_random = pruning_curve(metric, random_order(shape, seed=0), shape)
+    if args.plot:
+        plot(args.plot, by_importance, by_random, args.metric, f"{args.run}: {len(data)} pairs, {shape[0] * H} heads")
     taus = correlations(model, examples[: args.attr])
     print(json.dumps({
-        "run": args.run, "pairs": len(data), "heads": shape[0] * H, "accuracy": by_importance[0][1],
+        "run": args.run, "pairs": len(data), "heads": shape[0] * H, "metric": args.metric, args.metric: round(by_importance[0][1], 2),
         "heads_before_1pt_drop": {"importance": heads_before_drop(by_importance, 1.0), "random": heads_before_drop(by_random, 1.0)},
+        "order": [head_name(layer, head, le, ld) for layer, head in pruning_order(importance)],
+        "importance": [[round(x, 3) for x in row] for row in importance.tolist()],
         "curve_importance": [round(a, 2) for _, a in by_importance], "curve_random": [round(a, 2) for _, a in by_random],
-        "kendall_tau_ig": {k: round(statistics.mean(t), 3) for k, t in taus.items()}, "tau_outputs": len(taus["cross_last"]),
+        "ig_incomplete": len(taus.pop("ig_incomplete", [])), "tau_outputs": max(map(len, taus.values()), default=0),
+        "kendall_tau_ig": {k: round(statistics.mean(t), 3) for k, t in taus.items()},
     }))  # fmt: skip
 
 
 def correlations(model, examples) -> dict[str, list[float]]:
-    """Kendall's tau between IG on the source embeddings and (a) cross attention, (b) cross rollout, per output."""
-    taus: dict[str, list[float]] = {"cross_last": [], "cross_rollout": []}
+    """Kendall's tau between |IG| on the source embeddings and, per decoder layer l, (a) its cross attention
+    (head mean, `cross<l>`), (b) the cross rollout C_l R_enc (`rollout<l>`); `cross_mean` and `rollout_mean`
+    average C over the layers. One tau per output position; outputs whose IG fails the completeness check
+    (typically f(x) - f(baseline) near 0, where 1% is a tiny absolute error) are counted in `ig_incomplete`."""
+    taus: dict[str, list[float]] = {}
     for src_ids, tgt_ids in examples:
         b = collate([(src_ids, tgt_ids)], [0])
         maps = model.attentions(b.src, b.src_keep, b.tgt_in)
         enc = [w[0] for w in maps.encoder]  # (H, S, S) per layer
         cross = [w[0] for w in maps.cross]  # (H, T, S) per layer
-        rolled = cross_rollout(enc, cross)  # (T, S)
+        rows = {f"cross{i}": head_mean(c) for i, c in enumerate(cross)}  # (T, S) each
+        rows |= {f"rollout{i}": cross_rollout(enc, cross, layer=i) for i in range(len(cross))}
+        rows |= {"cross_mean": torch.stack([head_mean(c) for c in cross]).mean(0), "rollout_mean": cross_rollout(enc, cross, layer=None)}
         emb = model.src_embed(b.src)  # (1, S, D)
         for t in range(b.tgt_in.size(1)):
-            f = score_fn(model, b, t)
-            ig = integrated_gradients(f, emb.detach()).scores.abs()  # (S,)
-            for name, row in (("cross_last", head_mean(cross[-1])[t]), ("cross_rollout", rolled[t])):
-                tau = kendall_tau(row, ig)
+            try:
+                ig = integrated_gradients(score_fn(model, b, t), emb.detach()).scores.abs()  # (S,)
+            except AttnkitError:  # not complete within 1% at 800 steps: left out, counted
+                taus.setdefault("ig_incomplete", []).append(1.0)
+                continue
+            for name, row in rows.items():
+                tau = kendall_tau(row[t], ig)
                 if not math.isnan(tau):
-                    taus[name].append(tau)
+                    taus.setdefault(name, []).append(tau)
     return taus
 
 
