@@ -262,10 +262,14 @@ def train(
     limit_primitive_cache(run.train.kernel_cache)
     device = pick_device(run.train.device)
     run_dir = Path(run_dir)
-    with distributed.process_group(device) as world:
-        owner = locked(run_dir, create=not resume) if world.is_main else contextlib.nullcontext()
-        with owner:
-            return _train(run, run_dir, world, world.device(device), resume, data_dir, on_event, init)
+    threads = torch.get_num_threads()  # `train.threads` holds for this run only: a caller's own setting comes back after it
+    try:
+        with distributed.process_group(device) as world:
+            owner = locked(run_dir, create=not resume) if world.is_main else contextlib.nullcontext()
+            with owner:
+                return _train(run, run_dir, world, world.device(device), resume, data_dir, on_event, init)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _train(run: Run, run_dir: Path, world: distributed.World, device: torch.device, resume: bool, data_dir: str | None,

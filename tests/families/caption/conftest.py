@@ -20,6 +20,10 @@ def shapes_run(tmp_path_factory):
     tree["data"]["dir"] = str(root / "data")
     tree["train"].update(max_steps=400, eval_every=400, eval_max_sentences=100, log_every=1000)
     (root / "shapes.yaml").write_text(yaml.safe_dump(tree))
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    assert main(["train", str(root / "shapes.yaml"), "--out", str(root / "run")]) == 0
+    try:
+        assert main(["train", str(root / "shapes.yaml"), "--out", str(root / "run")]) == 0
+    finally:
+        torch.set_num_threads(threads)
     return root, scenes["valid"]
