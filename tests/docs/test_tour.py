@@ -35,7 +35,7 @@ SHARED = REPO.parent / "shared"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 TEST_ARGS = re.compile(r"\(tour test: ([^)]*)\)")
 VENV = re.compile(r"(?<![\w/.])\.venv/bin/(python|attnkit)\b")  # the page's programs, run with this Python
-CHAINS = [["5-transformer.md", "2-bahdanau.md"], ["6-sentence-embeddings.md", "7-images.md", "1-seq2seq.md", "3-luong.md", "4-attention-layer.md"]]
+CHAINS = [["5-transformer.md", "2-bahdanau.md"], ["6-sentence-embeddings.md", "7-images.md", "1-seq2seq.md", "3-luong.md", "4-attention-layer.md", "9-pretrained.md"]]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def quotes(page: Path) -> list[tuple[str, list[str]]]:
 
 
 def test_the_tour_has_seven_pages_and_the_index_links_them_all():
-    assert PAGES == ["1-seq2seq.md", "2-bahdanau.md", "3-luong.md", "4-attention-layer.md", "5-transformer.md", "6-sentence-embeddings.md", "7-images.md"]
+    assert PAGES == ["1-seq2seq.md", "2-bahdanau.md", "3-luong.md", "4-attention-layer.md", "5-transformer.md", "6-sentence-embeddings.md", "7-images.md", "9-pretrained.md"]  # fmt: skip
     for index in (TOUR / "README.md", TOUR / "ko" / "README.md"):
         text = index.read_text(encoding="utf-8")
         assert all(f"({page})" in text for page in PAGES), index
@@ -299,6 +299,21 @@ def check_conv_benchmark(r: Result) -> None:
     check_files("plots/conv-self-attention.png")(r)
 
 
+def check_made(r: Result) -> None:
+    folder = r.cwd / r.out.strip().splitlines()[-1].split(":")[0]
+    assert (folder / "config.json").exists() and (folder / "model.safetensors").exists() and (folder / "tokenizer.json").exists(), r.out[-2000:]
+
+
+def check_hf_attention(r: Result) -> None:
+    assert json.loads(r.out.strip().splitlines()[-1])["kinds"] == {"encoder": 4}, r.out[-2000:]
+    check_files("runs/tiny-bert.npz")(r)
+
+
+def check_hf_compare(r: Result) -> None:
+    assert "tokens: [CLS] the ca ##t ##s sat on the mat . [SEP]" in r.out and r.out.count("rows sum to 1.0000") == 4, r.out
+    assert _number(r"max \|npz - output_attentions\| over 4 layers = (\S+)", r.out) < 1e-6
+
+
 CHECKS = {
     "bottleneck.py": check_bottleneck,
     "bahdanau_step.py": check_bahdanau_step,
@@ -325,6 +340,12 @@ CHECKS = {
     "caption runs/shapes-tour": check_caption,
     "images.py conv": check_conv,
     "conv_self_attention.py": check_conv_benchmark,
+    "pretrained.py make": check_made,
+    "attention runs/tiny-bert": check_hf_attention,
+    "pretrained.py compare": check_hf_compare,
+    "report runs/tiny-bert": check_files("plots/tiny-bert.html"),
+    "plot runs/tiny-gpt2": check_files("plots/gpt2-head.png"),
+    "plot runs/tiny-bert": check_files("plots/bert-model.png"),
 }
 LINES = sorted({c.line for page in PAGES for c in commands(TOUR / page)})
 
