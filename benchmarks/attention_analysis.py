@@ -36,6 +36,7 @@ from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.greedy import greedy
 from attnkit.errors import AttnkitError
 from attnkit.families import load_run
+from attnkit.families.translation.head_mask import MaskedDecoding
 from attnkit.families.translation.synthetic import generate
 from attnkit.models.transformer import HeadMask
 
@@ -58,22 +59,6 @@ def head_name(layer: int, head: int, le: int, ld: int) -> str:
         return f"enc{layer}.h{head}"
     kind, index = ("self", layer - le) if layer < le + ld else ("cross", layer - le - ld)
     return f"{kind}{index}.h{head}"
-
-
-class MaskedDecoding:
-    """The model's decoding protocol (encode / init_state / step) with a fixed head mask, for the searches."""
-
-    def __init__(self, model, mask: HeadMask) -> None:
-        self.model, self.mask = model, mask
-
-    def encode(self, src, src_keep):
-        return self.model.encode(src, src_keep, head_mask=self.mask)  # (B, S, D)
-
-    def init_state(self, memory, src_keep):
-        return self.model.init_state(memory, src_keep)
-
-    def step(self, prev_tokens, state):
-        return self.model.step(prev_tokens, state, head_mask=self.mask)  # (B, V), state, (B, S)
 
 
 def bleu_metric(loaded, examples, refs: list[str], split):
