@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import statistics
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -94,6 +95,7 @@ def plot(path: str, by_importance, by_random, metric: str, title: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
 
 
