@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import statistics
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +37,7 @@ from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.greedy import greedy
 from attnkit.errors import AttnkitError
 from attnkit.families import load_run
+from attnkit.families.translation.head_mask import MaskedDecoding
 from attnkit.families.translation.synthetic import generate
 from attnkit.models.transformer import HeadMask
 
@@ -58,22 +60,6 @@ def head_name(layer: int, head: int, le: int, ld: int) -> str:
         return f"enc{layer}.h{head}"
     kind, index = ("self", layer - le) if layer < le + ld else ("cross", layer - le - ld)
     return f"{kind}{index}.h{head}"
-
-
-class MaskedDecoding:
-    """The model's decoding protocol (encode / init_state / step) with a fixed head mask, for the searches."""
-
-    def __init__(self, model, mask: HeadMask) -> None:
-        self.model, self.mask = model, mask
-
-    def encode(self, src, src_keep):
-        return self.model.encode(src, src_keep, head_mask=self.mask)  # (B, S, D)
-
-    def init_state(self, memory, src_keep):
-        return self.model.init_state(memory, src_keep)
-
-    def step(self, prev_tokens, state):
-        return self.model.step(prev_tokens, state, head_mask=self.mask)  # (B, V), state, (B, S)
 
 
 def bleu_metric(loaded, examples, refs: list[str], split):
@@ -109,6 +95,7 @@ def plot(path: str, by_importance, by_random, metric: str, title: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
 
 

@@ -35,7 +35,10 @@ SHARED = REPO.parent / "shared"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 TEST_ARGS = re.compile(r"\(tour test: ([^)]*)\)")
 VENV = re.compile(r"(?<![\w/.])\.venv/bin/(python|attnkit)\b")  # the page's programs, run with this Python
-CHAINS = [["5-transformer.md", "2-bahdanau.md"], ["6-sentence-embeddings.md", "7-images.md", "1-seq2seq.md", "3-luong.md", "4-attention-layer.md", "9-pretrained.md"]]  # fmt: skip
+CHAINS = [
+    ["5-transformer.md", "2-bahdanau.md", "8-explanation.md"],
+    ["6-sentence-embeddings.md", "7-images.md", "1-seq2seq.md", "3-luong.md", "4-attention-layer.md", "9-pretrained.md"],
+]
 
 
 @dataclass(frozen=True)
@@ -76,8 +79,11 @@ def quotes(page: Path) -> list[tuple[str, list[str]]]:
     return out
 
 
-def test_the_tour_has_seven_pages_and_the_index_links_them_all():
-    assert PAGES == ["1-seq2seq.md", "2-bahdanau.md", "3-luong.md", "4-attention-layer.md", "5-transformer.md", "6-sentence-embeddings.md", "7-images.md", "9-pretrained.md"]  # fmt: skip
+def test_the_tour_has_nine_pages_and_the_index_links_them_all():
+    assert PAGES == [
+        "1-seq2seq.md", "2-bahdanau.md", "3-luong.md", "4-attention-layer.md", "5-transformer.md", "6-sentence-embeddings.md", "7-images.md",
+        "8-explanation.md", "9-pretrained.md",
+    ]  # fmt: skip
     for index in (TOUR / "README.md", TOUR / "ko" / "README.md"):
         text = index.read_text(encoding="utf-8")
         assert all(f"({page})" in text for page in PAGES), index
@@ -314,6 +320,35 @@ def check_hf_compare(r: Result) -> None:
     assert _number(r"max \|npz - output_attentions\| over 4 layers = (\S+)", r.out) < 1e-6
 
 
+def check_explanation(r: Result) -> None:
+    m = re.search(r"IG: (\d+) outputs, \[[\d, ]+\] steps, completeness within (\S+)% \(<= 1%\)", r.out)
+    assert m and int(m.group(1)) >= 2 and float(m.group(2)) <= 1.0, r.out[-2000:]
+    tokens = r.out.split("each row scaled to sum 1:\n")[1].splitlines()[0].split()
+    assert tokens[-1] == "</s>", tokens
+    rows = {}
+    for name in ("attention", "rollout", "flow", "|IG|"):
+        line = next(line for line in r.out.splitlines() if line.split()[:1] == [name])
+        values, top = [float(x) for x in line.split()[1 : 1 + len(tokens)]], line.split("top: ")[1]
+        assert sum(values) == pytest.approx(1.0, abs=0.03), (name, values)  # each row scaled to sum 1 (two decimals shown)
+        rows[name] = top
+    assert rows["|IG|"] == rows["rollout"] == tokens[-2], rows  # reversing: the first output depends on the last source token
+    taus = [_number(rf"(?m)^\s*{name} (-?\d\.\d\d)$", r.out) for name in ("attention", "rollout", "flow")]
+    assert all(-1.0 <= t <= 1.0 for t in taus), taus
+
+
+def check_masked_translation(r: Result) -> None:
+    line = r.out.strip().splitlines()[-1]
+    assert re.fullmatch(r"t\d( t\d)*", line) and line != "t2 t9 t5 t4 t1 t3", r.out[-2000:]  # without cross attention, not the reverse
+
+
+def check_toy_pruning(r: Result) -> None:
+    result = json.loads(r.out.strip().splitlines()[-1])
+    assert result["heads"] == 24 and len(result["curve_importance"]) == len(result["curve_random"]) == 25, result
+    assert result["curve_importance"][0] == result["accuracy"] > 80 and result["tau_outputs"] > 0, result
+    assert all(-1.0 <= t <= 1.0 for t in result["kendall_tau_ig"].values()), result
+    check_files("plots/toy-pruning.png")(r)
+
+
 CHECKS = {
     "bottleneck.py": check_bottleneck,
     "bahdanau_step.py": check_bahdanau_step,
@@ -346,6 +381,10 @@ CHECKS = {
     "report runs/tiny-bert": check_files("plots/tiny-bert.html"),
     "plot runs/tiny-gpt2": check_files("plots/gpt2-head.png"),
     "plot runs/tiny-bert": check_files("plots/bert-model.png"),
+    "train toy-reverse": check_trained("runs/toy-tour"),
+    "explanation.py": check_explanation,
+    "--mask-heads": check_masked_translation,
+    "attention_analysis.py runs/toy-tour": check_toy_pruning,
 }
 LINES = sorted({c.line for page in PAGES for c in commands(TOUR / page)})
 

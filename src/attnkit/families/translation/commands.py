@@ -15,6 +15,7 @@ from attnkit.families.protocol import add_once
 from attnkit.families.translation.evaluate import evaluate_run
 from attnkit.families.translation.export import ctranslate2_model, onnx_graphs
 from attnkit.families.translation.export.bundle import require_engine, write_bundle
+from attnkit.families.translation.head_mask import masked
 from attnkit.families.translation.hf import export as hf_export
 from attnkit.families.translation.hf.importer import import_marian
 from attnkit.families.translation.translate import translate
@@ -39,6 +40,7 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     add_decode_arguments(p)
     p.add_argument("--nbest", type=positive_int, default=1, help="print N hypotheses per line as `index<TAB>score<TAB>text`")
     p.add_argument("--attention", metavar="FILE.jsonl", help="also write source/target pieces and cross-attention per sentence")
+    p.add_argument("--mask-heads", metavar="SPEC", help="decode with these heads masked: kind:layer.head, 1-based, e.g. encoder:1.2,cross:3.1")
     add_checkpoint(p)
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     add_dtype(p)
@@ -66,9 +68,10 @@ def cmd_translate(args: argparse.Namespace) -> int:
             raise AttnkitError(f"{path}: is a directory, expected a file path")
     loaded = load_run(args.run, args.family, args.checkpoint, dtype=DTYPES[args.dtype])
     decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha, nbest=args.nbest, batch_size=args.batch_size, workers=args.workers)
+    model = masked(loaded.model, args.mask_heads)
     lines = read_input(args.input)
     with counter(len(lines), "translating", unit="sent") as bar:
-        results = translate(loaded.model, loaded.vocabs, lines, decode, return_attention=args.attention is not None,
+        results = translate(model, loaded.vocabs, lines, decode, return_attention=args.attention is not None,
                             progress=bar.update, source=args.input or "<stdin>")  # fmt: skip
     if args.nbest > 1:
         out = [f"{i}\t{h.score:.4f}\t{h.text}" for i, nbest in enumerate(results) for h in nbest]
