@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 DEMO_MINUTES ?= 6
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint install jemalloc clean
+.PHONY: demo test lint install jemalloc chromium clean
 
 install: $(VENV)/.installed
 
@@ -45,10 +45,19 @@ jemalloc:
 				|| { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends libjemalloc2 >/dev/null 2>&1; }; }; } \
 		|| echo "note: libjemalloc2 is not installed (sudo apt-get install libjemalloc2); training will take more memory"
 
+# The browser tests (Playwright) drive Debian's chromium: installed when missing if this user can (root, apt-get);
+# otherwise a hint, and those tests are skipped with that reason (attnkit doctor says so too).
+chromium:
+	@{ command -v chromium >/dev/null || command -v chromium-browser >/dev/null; } \
+		|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+			&& { apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
+				|| { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; }; }; } \
+		|| echo "note: chromium is not installed (sudo apt-get install chromium); the browser tests will be skipped"
+
 demo: $(VENV)/.runtime jemalloc
 	$(PY) -m attnkit demo --minutes $(DEMO_MINUTES)
 
-test: install lint jemalloc
+test: install lint jemalloc chromium
 	$(PY) -m pytest
 
 lint: install
