@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "table3_compare.py"
-spec = importlib.util.spec_from_file_location("table3_compare", SCRIPT)
-table3_compare = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(table3_compare)
+from benchmark_scripts import BENCHMARKS, load_benchmark
+
+table3_compare = load_benchmark("table3_compare")
 
 
 def row(name: str, bleu: float, ppl: float) -> dict:
@@ -41,7 +39,9 @@ def test_verdicts_follow_the_signs_of_both_changes_and_the_noise() -> None:
 def test_the_script_prints_the_table_and_a_json_line(tmp_path: Path) -> None:
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"rows": ROWS}), encoding="utf-8")
-    out = subprocess.run([sys.executable, str(SCRIPT), str(table), "--markdown", str(tmp_path / "t.md")], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "table3_compare.py"), str(table), "--markdown", str(tmp_path / "t.md")], capture_output=True, text=True, check=True
+    )
     lines = out.stdout.strip().splitlines()
     assert json.loads(lines[-1])["benchmark"] == "table3_compare"
     markdown = (tmp_path / "t.md").read_text(encoding="utf-8")

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import torch
 
 from attnkit.analysis.attribution import integrated_gradients
 from attnkit.families.sentence.model import SelfAttentiveClassifier
+from benchmark_scripts import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "sst_attention_attribution.py"
-spec = importlib.util.spec_from_file_location("sst_attention_attribution", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_benchmark("sst_attention_attribution")
 
 
 def test_the_logit_from_the_embeddings_is_the_models_logit_and_ig_is_complete() -> None:
