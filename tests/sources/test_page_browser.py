@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hf_tiny import TEXT, VOCAB, tokenizer, transformers
 
+from attnkit.sources import AttentionOptions
 from attnkit.sources.page import open_source, page_record
 from attnkit.viz.report import write_report
 
@@ -106,6 +107,11 @@ def test_the_served_attention_page(page, hf_folder):
         assert page.locator("#status").inner_text() == "done by marian"
         pick_view(page, "head")
         assert inked(page, ".attn-headview canvas.attn-canvas") > 500
+        page.fill("#target", "a dog .")
+        page.check("#attr-ig")
+        page.click("#submit")
+        page.wait_for_selector(".attn-card .attn-tau")
+        assert page.locator(".attn-attr-title").inner_text().startswith("attributions of output 0 'a'")
         page.fill("#text", "x " * 150)
         page.click("#submit")
         page.wait_for_function("document.getElementById('status').textContent.startsWith('error')")
@@ -114,6 +120,27 @@ def test_the_served_attention_page(page, hf_folder):
         server.should_exit = True
         thread.join(timeout=10)
     assert [e for e in page.errors if "status of 413" not in e] == []  # the refused request is logged by the browser
+
+
+def test_the_attribution_view_and_tau_table(page, hf_folder, tmp_path):
+    pytest.importorskip("captum")
+    record = page_record(open_source(str(hf_folder("bert"))), TEXT, AttentionOptions(attribute=("ixg", "ig"), flow=True))
+    path = write_report([record], tmp_path / "attr.html", title="attributions")
+    page.goto(path.as_uri())
+    page.wait_for_selector(".attn-attribution .attn-tau")
+    assert page.locator("tr.attn-attr-method").count() == 2 and page.locator("tr.attn-attr-compared").count() == 4
+    shades = page.locator(".attn-attr-rows .attn-cell").evaluate_all("cs => cs.map(c => getComputedStyle(c).backgroundColor)")
+    n = len(record["attribution"]["tokens"])
+    assert len(shades) == 6 * n and len(set(shades)) > 2  # each row shaded by |value| on its own scale
+    ig = [abs(x) for x in record["attribution"]["scores"]["ig"]]
+    assert shades[n + ig.index(max(ig))] == "rgb(31, 90, 200)"  # the IG row's largest |value|: deep blue
+    tau = record["attribution"]["tau"]
+    expected = [t for k in range(4) for t in (tau["ixg"][k], tau["ig"][k])]  # a row per compared name, a column per method
+    shown = page.locator(".attn-tau-value").all_inner_texts()
+    assert len(shown) == len(expected)
+    for text, t in zip(shown, expected, strict=True):
+        assert text == "\u2014" if t is None else abs(float(text) - t) <= 5e-4
+    assert page.errors == []
 
 
 def long_model(folder: Path, positions: int = 2048) -> Path:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, non_negative_float, port, positive_int, read_input
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, non_negative_float, non_negative_int, port, positive_int, read_input
 from attnkit.errors import AttnkitError
 
 
@@ -49,11 +49,12 @@ def _source_options(args: argparse.Namespace):
     for name in ("beam", "alpha", "nbest"):
         if getattr(args, name, None) is not None:
             raise AttnkitError(f"{args.run}: --{name} is for attnkit runs (they decode); a Hugging Face model reads --target")
-    return AttentionOptions(target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow)
+    return AttentionOptions(target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow,
+                            attribute=tuple(args.attribute or ()), output=args.output)  # fmt: skip
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
-    for name in ("target", "image", "view"):
+    for name in ("target", "image", "view", "attribute", "output"):
         if getattr(args, name, None) is not None and not (name == "view" and args.func is cmd_plot):
             raise AttnkitError(f"{args.run}: --{name} is for Hugging Face models")
     if args.truncate or args.flow:
@@ -151,12 +152,15 @@ def add_evaluate(sub: argparse._SubParsersAction, families: dict) -> None:
 
 
 def _add_source_arguments(p: argparse.ArgumentParser) -> None:
+    from attnkit.sources.options import METHODS
     from attnkit.sources.page import MAX_CELLS
 
     p.add_argument("--target", help="Hugging Face encoder-decoder models: the target to attend over (default: the model's greedy output)")
     p.add_argument("--image", help="Hugging Face vision models: the image file")
     p.add_argument("--truncate", action="store_true", help="Hugging Face models: cut a text longer than the model's positions")
     p.add_argument("--flow", action="store_true", help="also attention flow (slow: a maximum flow per query and token)")
+    p.add_argument("--attribute", nargs="+", choices=METHODS, help="Hugging Face models: attributions of one output and their Kendall tau with attention")
+    p.add_argument("--output", type=non_negative_int, help="with --attribute: a class, a next-token id, or a target position (default: the model's own)")
     p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights a page may hold (default {MAX_CELLS:,})")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +36,8 @@ class AttentionRequest(BaseModel):
     target: str | None = Field(None, description="encoder-decoder models: the target to attend over (default: the model's own output)")
     words: bool = Field(False, description="merge subword pieces into words")
     flow: bool = Field(False, description="also attention flow (slow)")
+    attribute: list[Literal["ixg", "ig"]] = Field([], description="Hugging Face models: attributions of one output and their Kendall tau with attention")
+    output: int | None = Field(None, ge=0, description="with attribute: a class, a next-token id or a target position (default: the model's own)")
 
 
 class AttentionResponse(BaseModel):
@@ -66,7 +68,7 @@ def add_routes(app: FastAPI, sources: dict[str, Any], max_chars: int, max_cells:
                 raise HTTPException(413, f"{field}: {len(text)} characters, at most {max_chars}")
         if not body.text.strip():
             raise HTTPException(422, "text: empty text")
-        options = AttentionOptions(target=body.target, words=body.words, flow=body.flow)
+        options = AttentionOptions(target=body.target, words=body.words, flow=body.flow, attribute=tuple(body.attribute), output=body.output)
 
         def run() -> dict:
             with locks[name]:

@@ -14,6 +14,12 @@ what the summaries need:
 
 With word groups (`--words`), each layer is written with its pieces merged into words
 (`viz.words.merge_matrix`) while rollout and flow are computed on the pieces and merged at the end.
+
+With `output` = (kind, row), the collector also keeps what the attributions of one output are
+compared with (`sources.agreement`): row `row` of each layer of `kind` (head mean, as written), of
+`rollout`, and of `flow` (for an encoder-decoder model, that cross-attention row of the last layer
+composed with the encoder's flow, c_t F_enc, as `rollout` is c_t R_enc); `finish` leaves them in
+`compared`, name -> (S,).
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class Collector:
     words: dict[str, Groups] = field(default_factory=dict)  # kind -> its word groups (empty: pieces)
     layers: dict[str, int] = field(default_factory=dict)  # kind -> layers written
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # kind -> (H, Tq, Tk) of its latest layer
+    output: tuple[str, int] | None = None  # (kind, query row as written) of the attributed output
+    compared: dict[str, Tensor] = field(default_factory=dict)  # name -> (S,): that row per layer, of rollout and flow
     _rollout: Tensor | None = None  # (T, T): A'_l ... A'_1 of the self kind so far
     _cross: Tensor | None = None  # (T_tgt, S): the head mean of the latest cross-attention layer
     _means: list[Tensor] = field(default_factory=list)  # (1, T, T) per self layer, for flow
@@ -59,6 +67,8 @@ class Collector:
         groups = self.words.get(kind)
         out = weights if groups is None else merge_matrix(weights, groups.rows, groups.cols)  # (H, Wq, Wk)
         self.writer.add(f"{kind}/layer{self.layers[kind]}", out.numpy())
+        if self.output is not None and self.output[0] == kind:
+            self.compared[f"{kind}/layer{self.layers[kind]}"] = head_mean(out)[self.output[1]]  # (Wk,)
         if kind in SELF_KINDS and weights.size(-1) == weights.size(-2):
             mean = head_mean(weights)  # (T, T)
             a = with_residual(mean)  # (T, T)
@@ -79,16 +89,32 @@ class Collector:
         if self._rollout is None:
             return written
         self_kind = next(k for k in SELF_KINDS if k in self.layers)
-        if self._cross is not None and self._cross.size(-1) == self._rollout.size(0):
-            self.writer.add("rollout", self._merged(self._cross @ self._rollout, "cross", self_kind).numpy())  # (T_tgt, S)
+        cross = self._cross is not None and self._cross.size(-1) == self._rollout.size(0)
+        if cross:
+            rollout = self._merged(self._cross @ self._rollout, "cross", self_kind)  # (T_tgt, S)
+            self.writer.add("rollout", rollout.numpy())
             self.writer.add("rollout_encoder", self._merged(self._rollout, self_kind, self_kind).numpy())  # (S, S)
             written += ["rollout", "rollout_encoder"]
         else:
-            self.writer.add("rollout", self._merged(self._rollout, self_kind, self_kind).numpy())  # (T, T)
+            rollout = self._merged(self._rollout, self_kind, self_kind)  # (T, T)
+            self.writer.add("rollout", rollout.numpy())
             written.append("rollout")
+        flow = None
         if self.flow:
             from attnkit.analysis.flow import attention_flow
 
-            self.writer.add("flow", self._merged(attention_flow(self._means), self_kind, self_kind).numpy())  # (T, T)
+            flow = self._merged(attention_flow(self._means), self_kind, self_kind)  # (T, T)
+            self.writer.add("flow", flow.numpy())
             written.append("flow")
+        self._compare(rollout, flow, cross)
         return written
+
+    def _compare(self, rollout: Tensor, flow: Tensor | None, cross: bool) -> None:
+        """`compared`'s rollout and flow rows of the output (module docstring)."""
+        if self.output is None or self.output[0] not in self.layers or (self.output[0] == "cross") != cross:
+            return
+        kind, row = self.output
+        self.compared["rollout"] = rollout[row]  # (S,)
+        if flow is not None:
+            last = self.compared[f"{kind}/layer{self.layers[kind]}"]  # (S,): the last layer's row
+            self.compared["flow"] = last @ flow if cross else flow[row]  # (S,)

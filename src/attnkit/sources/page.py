@@ -4,7 +4,9 @@
 all draw what `page_record` returns: the common record of the report (docs/explorer.md) with
 `source` (the input), `text` (what the model made of it: its output, class or next token) and
 `maps`, one entry per kind of attention and per summary (`rollout`, `rollout_encoder`, `flow`, each
-one layer of one head). The maps come through the same `Collector` as `attnkit attention`'s npz,
+one layer of one head); with attributions (`--attribute`), `attribution`: the attributions of one
+output and their Kendall tau with each layer's attention, rollout and flow (`build_attribution`,
+`sources.agreement`). The maps come through the same `Collector` as `attnkit attention`'s npz,
 into a `MemoryWriter` instead of a file.
 
 So that a page of a 2,048-token input stays a file a browser opens, a page holds each (layer, head)
@@ -17,6 +19,7 @@ one byte a weight, kept from the moment the layer arrives; `max_cells` caps the 
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +28,12 @@ from typing import Any
 import numpy as np
 
 from attnkit.errors import AttnkitError
-from attnkit.sources.options import AttentionOptions
+from attnkit.sources.options import METHODS, AttentionOptions
 
 MAX_CELLS = 64 * 2**20  # weights a page may hold (64 MiB as bytes; about 85 MB of base64)
 KINDS = ("encoder", "self", "decoder_self", "cross")  # in the order the page lists them
 SUMMARIES = ("rollout", "rollout_encoder", "flow")
+EXACT = ("attr/", "tau/")  # one output's attributions and their agreement with attention: small, kept as floats
 
 
 @dataclass
@@ -62,7 +66,7 @@ class MemoryWriter:
             self.arrays[name] = [str(t) for t in array]
         else:
             array = np.asarray(array)
-            if array.dtype.kind == "f" and array.ndim >= 2:
+            if array.dtype.kind == "f" and array.ndim >= 2 and not name.startswith(EXACT):
                 self.cells += array.size
                 if self.cells > self.max_cells:
                     raise AttnkitError(f"{self.name}: the page would hold more than {self.max_cells:,} attention weights "
@@ -133,11 +137,34 @@ def build_maps(arrays: dict, kinds: dict[str, int]) -> dict:
     return maps
 
 
+def _number(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)  # NaN is not JSON
+
+
+def build_attribution(arrays: dict) -> dict | None:
+    """The page's `attribution` of one output (`sources.agreement`), or None without attributions: `output`
+    (what was scored), `row`, `tokens`, `scores` (method -> (S,)), `compared` (`names`, `rows` (K, S))
+    and `tau` (method -> (K,), null where undefined)."""
+    if "attr/output" not in arrays:
+        return None
+    methods = [n.removeprefix("attr/") for n in arrays if n.startswith("attr/") and n.removeprefix("attr/") in METHODS]
+    entry = {"output": arrays["attr/output"][0], "row": int(arrays["attr/row"]) if "attr/row" in arrays else None,
+             "tokens": arrays["tokens"], "scores": {m: [float(x) for x in arrays[f"attr/{m}"]] for m in methods}}  # fmt: skip
+    if "attr/ig_relative_error" in arrays:
+        entry["ig"] = {"steps": int(arrays["attr/ig_steps"]), "relative_error": float(arrays["attr/ig_relative_error"])}
+    if "tau/names" in arrays:
+        entry["compared"] = {"names": arrays["tau/names"], "rows": np.asarray(arrays["tau/rows"], np.float64).tolist()}
+        entry["tau"] = {m: [_number(x) for x in arrays[f"tau/{m}"]] for m in methods}
+    return entry
+
+
 def page_record(loaded: Any, text: str | None, options: AttentionOptions = AttentionOptions(), max_cells: int = MAX_CELLS) -> dict:
     """The record the explorer page draws for one input (module docstring)."""
     arrays, summary = collect(loaded, text, options, max_cells)
-    return {"id": 0, "model": source_name(loaded), "source": text if text is not None else str(options.image),
-            "text": summary.get("prediction", ""), "maps": build_maps(arrays, summary["kinds"])}  # fmt: skip
+    record = {"id": 0, "model": source_name(loaded), "source": text if text is not None else str(options.image),
+              "text": summary.get("prediction", ""), "maps": build_maps(arrays, summary["kinds"])}  # fmt: skip
+    attribution = build_attribution(arrays)
+    return record if attribution is None else {**record, "attribution": attribution}
 
 
 def float_maps(arrays: dict, kinds: dict[str, int]) -> dict[str, dict]:

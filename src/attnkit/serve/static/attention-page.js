@@ -1,5 +1,6 @@
 // The attention page: POST /v1/attention for any served source (an attnkit run or a Hugging Face
-// model) and draw the record with the shared views (heatmap, head view, model view).
+// model) and draw the record with the shared views (heatmap, head view, model view; with attributions,
+// their view and Kendall tau table).
 "use strict";
 
 (async () => {
@@ -11,7 +12,9 @@ document.getElementById("attention-form").addEventListener("submit", async (even
   event.preventDefault();
   const value = (id) => document.getElementById(id).value.trim();
   const body = {model: value("model") || null, text: value("text"), target: value("target") || null,
-                words: document.getElementById("words").checked, flow: document.getElementById("flow").checked};
+                words: document.getElementById("words").checked, flow: document.getElementById("flow").checked,
+                attribute: ["ixg", "ig"].filter((m) => document.getElementById(`attr-${m}`).checked),
+                output: value("output") === "" ? null : Number(value("output"))};
   const status = document.getElementById("status"), results = document.getElementById("results");
   status.textContent = "working\u2026";
   const response = await fetch("/v1/attention", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});

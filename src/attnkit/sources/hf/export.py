@@ -5,13 +5,15 @@ The npz holds `tokens` (vision: "[CLS]" and "patch r,c"), for an encoder-decoder
 layer `<kind>/layer<l>` (H, Tq, Tk) float32 as the model gave it, with `<kind>/queries` and
 `<kind>/keys`; `rollout` (and `rollout_encoder`, `flow`: `sources.collect`); and with attribution
 methods `attr/<method>` (T,), `attr/output` (what was scored) and, for integrated gradients,
-`attr/ig_steps` and `attr/ig_relative_error` (completeness).
+`attr/ig_steps` and `attr/ig_relative_error` (completeness), `attr/row` (the query row the output
+is read at) and its agreement with attention, rollout and flow, `tau/...` (`sources.agreement`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from attnkit.errors import AttnkitError
@@ -52,15 +54,32 @@ def _write_labels(writer: NpzWriter, prep: Prepared, kinds: list[str], words: bo
         writer.add(f"{kind}/keys", name(cols))
 
 
-def _attribute(writer: NpzWriter, hf: HfModel, prep: Prepared, options: AttentionOptions) -> dict:
+def _output_row(hf: HfModel, prep: Prepared, options: AttentionOptions) -> tuple[str, int] | None:
+    """(kind, query row as written) the attributed output is read at (`sources.agreement`); None: no attributions."""
+    if not options.attribute or hf.arch == "vision":
+        return None
+    kind, piece = {"encoder": ("encoder", 0), "decoder": ("self", len(prep.tokens) - 1)}.get(hf.arch, ("cross", options.output or 0))
+    if kind == "cross" and not 0 <= piece < len(prep.target_tokens or []):
+        return None  # the attribution refuses it, in one line
+    if not options.words:
+        return kind, piece
+    return kind, next(w for w, g in enumerate(_groups(prep)[kind].rows) if piece in g)
+
+
+def _attribute(writer: NpzWriter, hf: HfModel, prep: Prepared, options: AttentionOptions, collector: Collector) -> dict:
+    from attnkit.sources.agreement import write_agreement
     from attnkit.sources.hf.attribute import attributions
 
     scores, label, figures = attributions(hf, prep, options.attribute, options.output)
     groups = word_groups(prep.tokens, prep.specials) if options.words else None
+    merged = {}
     for method, s in scores.items():
-        s = s if groups is None else torch.stack([s[g].sum() for g in groups])  # (T,) or (W,)
-        writer.add(f"attr/{method}", s.float().cpu().numpy())
+        merged[method] = (s if groups is None else torch.stack([s[g].sum() for g in groups])).detach().float().cpu()  # (T,) or (W,)
+        writer.add(f"attr/{method}", merged[method].numpy())
     writer.add("attr/output", [label])
+    if collector.output is not None:
+        writer.add("attr/row", np.int64(collector.output[1]))
+        write_agreement(writer, collector.compared, merged)
     if figures:
         writer.add("attr/ig_steps", torch.tensor(figures["steps"]).numpy())
         writer.add("attr/ig_relative_error", torch.tensor(figures["relative_error"], dtype=torch.float64).numpy())
@@ -86,7 +105,7 @@ def write_hf(hf: HfModel, text: str | None, writer: NpzWriter, options: Attentio
     if options.words and hf.arch == "vision":
         raise AttnkitError(f"{hf.name}: --words merges text pieces; this is a vision model")
     prep = prepare(hf, text, options)
-    collector = Collector(writer, flow=options.flow, words=_groups(prep) if options.words else {})
+    collector = Collector(writer, flow=options.flow, words=_groups(prep) if options.words else {}, output=_output_row(hf, prep, options))
     with collecting(hf.model, hf.arch, collector), torch.inference_mode():
         out = hf.model(**prep.inputs)
     if hf.arch == "vision":
@@ -97,7 +116,7 @@ def write_hf(hf: HfModel, text: str | None, writer: NpzWriter, options: Attentio
     if prep.target_tokens is not None:
         summary["target_tokens"] = len(prep.target_tokens)
     if options.attribute:
-        summary.update(_attribute(writer, hf, prep, options))
+        summary.update(_attribute(writer, hf, prep, options, collector))
     return {**summary, "summaries": summaries}
 
 

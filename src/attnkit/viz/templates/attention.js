@@ -140,8 +140,48 @@ const AttnView = (() => {
     span.addEventListener("mouseleave", () => { span.classList.remove("attn-active"); setWeights(others, null); });
   }
 
+  const METHOD_NAMES = {ig: "integrated gradients", ixg: "input \u00d7 gradient"};
+
+  // "cross/layer2" -> "encoder-decoder attention, layer 2 (head mean)"; "rollout" -> "attention rollout".
+  function comparedName(name) {
+    const [kind, layer] = name.split("/layer");
+    return layer ? `${KIND_NAMES[kind] || kind}, layer ${layer} (head mean)` : KIND_NAMES[name] || name;
+  }
+
+  // One row of per-token values as shaded cells: white to deep blue by |value| / the row's largest |value|.
+  function heatRow(label, values, cls) {
+    const vmax = values.reduce((a, v) => Math.max(a, Math.abs(v)), 0) || 1;
+    const cells = values.map((v) => {
+      const td = el("td", {class: "attn-cell", title: v.toFixed(4), "data-weight": v.toFixed(4)});
+      td.style.backgroundColor = shade(Math.abs(v) / vmax);
+      return td;
+    });
+    return el("tr", {class: cls}, [el("th", {class: "attn-row-label", text: label}), ...cells]);
+  }
+
+  // The attributions of one output (`record.attribution`, docs/explorer.md) beside the rows of attention
+  // (each layer's head mean), rollout and flow that the same output reads, each row on its own scale,
+  // and the table of Kendall's tau-b between each of those rows and |attributions| (computed in Python).
+  function renderAttribution(container, a) {
+    const methods = Object.keys(a.scores), names = a.compared ? a.compared.names : [];
+    const ig = a.ig ? ` (integrated gradients: ${a.ig.steps} steps, complete within ${(100 * a.ig.relative_error).toFixed(2)}%)` : "";
+    const head = el("tr", {}, [el("th", {}), ...a.tokens.map((t) => el("th", {class: "attn-col-token", text: t}))]);
+    const rows = [...methods.map((m) => heatRow(METHOD_NAMES[m] || m, a.scores[m], "attn-attr-method")),
+                  ...names.map((n, k) => heatRow(comparedName(n), a.compared.rows[k], "attn-attr-compared"))];
+    const parts = [el("div", {class: "attn-attr-title", text: `attributions of ${a.output}${ig}`}),
+                   el("div", {class: "attn-scroll"}, [el("table", {class: "attn-attr-rows"}, [head, ...rows])])];
+    if (a.tau) {
+      const th = [el("th", {text: "compared with |attributions|"}), ...methods.map((m) => el("th", {text: `Kendall \u03c4 (${METHOD_NAMES[m] || m})`}))];
+      const body = names.map((n, k) => el("tr", {"data-name": n}, [el("td", {text: comparedName(n)}),
+        ...methods.map((m) => el("td", {class: "attn-tau-value", text: a.tau[m][k] === null ? "\u2014" : a.tau[m][k].toFixed(3)}))]));
+      parts.push(el("table", {class: "attn-tau"}, [el("tr", {}, th), ...body]));
+    }
+    container.appendChild(el("div", {class: "attn-attribution"}, parts));
+  }
+
   // A record's card: its source, its output, the n-best list with scores (when it has one), what
-  // `extra(card)` adds (a family's picture of the output), then the attention view of its maps.
+  // `extra(card)` adds (a family's picture of the output), then the attention view of its maps and,
+  // with attributions, their view and tau table.
   function card(container, record, extra) {
     const section = el("section", {class: "attn-card"});
     section.appendChild(el("div", {class: "attn-source", text: record.source}));
@@ -156,9 +196,10 @@ const AttnView = (() => {
     }
     if (extra) extra(section);
     if (record.maps) renderMaps(section, record.maps);
+    if (record.attribution) renderAttribution(section, record.attribution);
     container.appendChild(section);
     return section;
   }
 
-  return {el, select, meanOverHeads, shade, tokenStrip, setWeights, renderMaps, card, render: card};
+  return {el, select, meanOverHeads, shade, tokenStrip, setWeights, renderMaps, renderAttribution, card, render: card};
 })();
