@@ -1,12 +1,13 @@
 """Head pruning and attention/attribution agreement of a trained translation Transformer run.
 
-    .venv/bin/python benchmarks/attention_analysis.py RUN --src SRC --ref REF [--n 100] [--attr 30] [--metric accuracy|bleu] [--plot PNG]
+    .venv/bin/python benchmarks/attention_analysis.py RUN --src SRC --ref REF [--n 100] [--attr 30] [--metric accuracy|bleu] [--seeds 0 1 2] [--plot PNG]
     .venv/bin/python benchmarks/attention_analysis.py runs/toy --synthetic    # held-out pairs from the run's synthetic task
 
 1. Head importance (Michel et al. 2019) of every encoder, decoder-self and cross head from the
    teacher-forced loss on the first --n pairs (|dL/dxi| per pair, summed), and the pruning curve:
-   the metric as heads are masked in importance order and in a random order (seed 0); how many
-   heads go before it drops by 1 point. `--metric accuracy`: teacher-forced token accuracy (%);
+   the metric as heads are masked in importance order and in a random order per seed of --seeds
+   (default: seed 0 alone; `analysis.importance.random_order`, a torch generator seeded with it);
+   how many heads go before it drops by 1 point (per seed, and the mean random curve over the seeds). `--metric accuracy`: teacher-forced token accuracy (%);
    `--metric bleu`: sacreBLEU of greedy decoding (the run's max_len_a/b) of the same pairs with the
    heads masked at decoding time. `--plot` draws both curves.
 2. For the first --attr pairs (0: skip) and every target position t: integrated gradients (50 steps, checked
@@ -81,7 +82,23 @@ def bleu_metric(loaded, examples, refs: list[str], split):
     return bleu
 
 
-def plot(path: str, by_importance, by_random, metric: str, title: str) -> None:
+def random_curves(metric, shape: tuple[int, int], seeds) -> dict[int, list[tuple[int, float]]]:
+    """Seed -> the pruning curve of the heads masked in that seed's random order."""
+    return {seed: pruning_curve(metric, random_order(shape, seed=seed), shape) for seed in seeds}
+
+
+def random_figures(by_random: dict[int, list[tuple[int, float]]]) -> dict:
+    """The JSON figures of the random orders: the first seed's as before (`curve_random`, `random`), and every seed's."""
+    first = next(iter(by_random.values()))
+    return {
+        "seeds": list(by_random), "curve_random": [round(a, 2) for _, a in first],
+        "curves_random": {str(s): [round(a, 2) for _, a in c] for s, c in by_random.items()},
+        "heads_before_1pt_drop_random": {str(s): heads_before_drop(c, 1.0) for s, c in by_random.items()},
+        "curve_random_mean": [round(statistics.mean(c[k][1] for c in by_random.values()), 2) for k in range(len(first))],
+    }  # fmt: skip
+
+
+def plot(path: str, by_importance, by_random: dict[int, list[tuple[int, float]]], metric: str, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -89,7 +106,8 @@ def plot(path: str, by_importance, by_random, metric: str, title: str) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
     ax.plot(*zip(*by_importance), marker="o", ms=3, label="importance order (least important first)")
-    ax.plot(*zip(*by_random), marker="s", ms=3, label="random order (seed 0)")
+    for seed, curve in by_random.items():
+        ax.plot(*zip(*curve), marker="s", ms=3, alpha=0.8 if len(by_random) > 1 else 1.0, label=f"random order (seed {seed})")
     ax.axhline(by_importance[0][1] - 1.0, color="grey", lw=0.8, ls="--", label="all heads - 1")
     ax.set(xlabel="heads masked", ylabel=metric, title=title)
     ax.grid(alpha=0.3)
@@ -99,7 +117,7 @@ def plot(path: str, by_importance, by_random, metric: str, title: str) -> None:
     fig.savefig(path)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("run")
     p.add_argument("--src")
@@ -108,9 +126,14 @@ def main() -> None:
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--attr", type=int, default=30)
     p.add_argument("--metric", choices=["accuracy", "bleu"], default="accuracy")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds of the random orders, one curve each (default: 0)")
     p.add_argument("--plot", help="write the pruning curves to this PNG")
     p.add_argument("--threads", type=int)
-    args = p.parse_args()
+    return p
+
+
+def main() -> None:
+    args = parser().parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -138,16 +161,16 @@ def main() -> None:
     metric = accuracy if args.metric == "accuracy" else bleu_metric(loaded, examples, [b for _, b in data], lambda m: split_mask(m, le, ld))
     importance = head_importance(loss, range(len(examples)), shape)
     by_importance = pruning_curve(metric, pruning_order(importance), shape)
-    by_random = pruning_curve(metric, random_order(shape, seed=0), shape)
+    by_random = random_curves(metric, shape, dict.fromkeys(args.seeds))
     if args.plot:
         plot(args.plot, by_importance, by_random, args.metric, f"{args.run}: {len(data)} pairs, {shape[0] * H} heads")
     taus = correlations(model, examples[: args.attr])
     print(json.dumps({
         "run": args.run, "pairs": len(data), "heads": shape[0] * H, "metric": args.metric, args.metric: round(by_importance[0][1], 2),
-        "heads_before_1pt_drop": {"importance": heads_before_drop(by_importance, 1.0), "random": heads_before_drop(by_random, 1.0)},
+        "heads_before_1pt_drop": {"importance": heads_before_drop(by_importance, 1.0), "random": heads_before_drop(by_random[args.seeds[0]], 1.0)},
         "order": [head_name(layer, head, le, ld) for layer, head in pruning_order(importance)],
         "importance": [[round(x, 3) for x in row] for row in importance.tolist()],
-        "curve_importance": [round(a, 2) for _, a in by_importance], "curve_random": [round(a, 2) for _, a in by_random],
+        "curve_importance": [round(a, 2) for _, a in by_importance], **random_figures(by_random),
         "ig_incomplete": len(taus.pop("ig_incomplete", [])), "tau_outputs": max(map(len, taus.values()), default=0),
         "kendall_tau_ig": {k: round(statistics.mean(t), 3) for k, t in taus.items()},
     }))  # fmt: skip
