@@ -50,7 +50,7 @@ def _source_options(args: argparse.Namespace):
         if getattr(args, name, None) is not None:
             raise AttnkitError(f"{args.run}: --{name} is for attnkit runs (they decode); a Hugging Face model reads --target")
     return AttentionOptions(target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow,
-                            attribute=tuple(args.attribute or ()), output=args.output)  # fmt: skip
+                            attribute=tuple(getattr(args, "attribute", None) or ()), output=getattr(args, "output", None))  # fmt: skip
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
@@ -152,15 +152,12 @@ def add_evaluate(sub: argparse._SubParsersAction, families: dict) -> None:
 
 
 def _add_source_arguments(p: argparse.ArgumentParser) -> None:
-    from attnkit.sources.options import METHODS
     from attnkit.sources.page import MAX_CELLS
 
     p.add_argument("--target", help="Hugging Face encoder-decoder models: the target to attend over (default: the model's greedy output)")
     p.add_argument("--image", help="Hugging Face vision models: the image file")
     p.add_argument("--truncate", action="store_true", help="Hugging Face models: cut a text longer than the model's positions")
     p.add_argument("--flow", action="store_true", help="also attention flow (slow: a maximum flow per query and token)")
-    p.add_argument("--attribute", nargs="+", choices=METHODS, help="Hugging Face models: attributions of one output and their Kendall tau with attention")
-    p.add_argument("--output", type=non_negative_int, help="with --attribute: a class, a next-token id, or a target position (default: the model's own)")
     p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights a page may hold (default {MAX_CELLS:,})")
 
 
@@ -175,6 +172,7 @@ def _add_view_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add(sub: argparse._SubParsersAction) -> None:
+    from attnkit.sources.options import METHODS
     from attnkit.sources.page import MAX_CELLS
 
     for name, help, out in (("plot", "PNG heatmaps of every attention map of a run's outputs", "folder for the PNG files"),
@@ -189,6 +187,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
         if name == "report":
             p.add_argument("--nbest", type=positive_int, help="hypotheses listed per sentence (default: the beam size)")
+            p.add_argument("--attribute", nargs="+", choices=METHODS, help="Hugging Face models: attributions of one output, with Kendall tau")
+            p.add_argument("--output", type=non_negative_int, help="with --attribute: a class, next-token id or target position")
         else:
             _add_view_arguments(p)
         _add_source_arguments(p)
