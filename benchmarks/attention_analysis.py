@@ -11,7 +11,8 @@
    `--metric bleu`: sacreBLEU of greedy decoding (the run's max_len_a/b) of the same pairs with the
    heads masked at decoding time. `--plot` draws both curves.
 2. For the first --attr pairs (0: skip) and every target position t: integrated gradients (50 steps, checked
-   for completeness) of log p(y_t) over the source embeddings, and Kendall's tau between them and
+   for completeness) of log p(y_t) over the source embeddings (the translation family's `token_score`, what
+   `attnkit attention RUN TEXT --attribute ig --output t` attributes), and Kendall's tau between them and
    (a) each decoder layer's cross attention row t (head mean) and their mean, (b) the cross
    rollout C_l R_enc through each layer's cross attention C_l, and with C averaged over the layers.
 Prints one JSON line.
@@ -38,6 +39,7 @@ from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.greedy import greedy
 from attnkit.errors import AttnkitError
 from attnkit.families import load_run
+from attnkit.families.translation.attribute import source_embeddings, token_score
 from attnkit.families.translation.head_mask import MaskedDecoding
 from attnkit.families.translation.synthetic import generate
 from attnkit.models.transformer import HeadMask
@@ -190,10 +192,10 @@ def correlations(model, examples) -> dict[str, list[float]]:
         rows = {f"cross{i}": head_mean(c) for i, c in enumerate(cross)}  # (T, S) each
         rows |= {f"rollout{i}": cross_rollout(enc, cross, layer=i) for i in range(len(cross))}
         rows |= {"cross_mean": torch.stack([head_mean(c) for c in cross]).mean(0), "rollout_mean": cross_rollout(enc, cross, layer=None)}
-        emb = model.src_embed(b.src)  # (1, S, D)
+        emb = source_embeddings(model, b.src)  # (S, D)
         for t in range(b.tgt_in.size(1)):
             try:
-                ig = integrated_gradients(score_fn(model, b, t), emb.detach()).scores.abs()  # (S,)
+                ig = integrated_gradients(token_score(model, b.src, b.src_keep, b.tgt_in, t, int(b.tgt_out[0, t])), emb).scores.abs()  # (S,)
             except AttnkitError:  # not complete within 1% at 800 steps: left out, counted
                 taus.setdefault("ig_incomplete", []).append(1.0)
                 continue
@@ -202,22 +204,6 @@ def correlations(model, examples) -> dict[str, list[float]]:
                 if not math.isnan(tau):
                     taus.setdefault(name, []).append(tau)
     return taus
-
-
-def score_fn(model, b, t: int):
-    """f(source embeddings (N, S, D)) = log p(y_t | y_<t, x): the encoder run from its embedding output."""
-    y = b.tgt_out[0, t]
-
-    def f(emb):
-        N = emb.size(0)
-        keep = b.src_keep.expand(N, -1)  # (N, S)
-        x = model.positions(emb * math.sqrt(model.d_model))  # (N, S, D), eval: no dropout
-        for layer in model.encoder_layers:
-            x, _ = layer(x, keep[:, None, None, :])  # (N, S, D)
-        feats, _ = model.decode(b.tgt_in.expand(N, -1), model.encoder_norm(x), keep)  # (N, T, D)
-        return torch.log_softmax(model.logits(feats[:, t]), dim=-1)[:, y]  # (N,)
-
-    return f
 
 
 if __name__ == "__main__":

@@ -54,8 +54,9 @@ def _source_options(args: argparse.Namespace):
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
+    own = ("view",) if args.func is cmd_plot else ("attribute", "output")  # what a run takes too
     for name in ("target", "image", "view", "attribute", "output"):
-        if getattr(args, name, None) is not None and not (name == "view" and args.func is cmd_plot):
+        if getattr(args, name, None) is not None and name not in own:
             raise AttnkitError(f"{args.run}: --{name} is for Hugging Face models")
     if args.truncate or args.flow:
         raise AttnkitError(f"{args.run}: --{'truncate' if args.truncate else 'flow'} is for Hugging Face models")
@@ -113,6 +114,21 @@ def _report_source(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_attribution(loaded, line: str, options, args: argparse.Namespace) -> dict:
+    """The page's `attribution` of one line of a run (`sources.page`), scored on the output the report shows
+    (the run decoded with the report's --beam and --alpha)."""
+    from dataclasses import replace
+
+    from attnkit.sources import AttentionOptions
+    from attnkit.sources.page import build_attribution, collect
+
+    if args.words:
+        raise AttnkitError(f"{args.run}: --attribute scores an attnkit run's pieces; leave out --words")
+    shown = replace(loaded, run=loaded.run.model_copy(update={"decode": options.decode}))
+    arrays, _ = collect(shown, line, AttentionOptions(attribute=tuple(args.attribute), output=args.output), args.max_cells)
+    return build_attribution(arrays)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from attnkit.sources import is_run
     from attnkit.viz.report import write_report
@@ -122,6 +138,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     _check_run_options(args)
     loaded, lines, options = _explore_inputs(args)
     records = loaded.family.records(loaded, lines, options)
+    if args.attribute:
+        records = [dict(r, attribution=_run_attribution(loaded, line, options, args)) for r, line in zip(records, lines)]
     write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script())
     print(f"wrote {args.out}")
     return 0
@@ -187,8 +205,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
         if name == "report":
             p.add_argument("--nbest", type=positive_int, help="hypotheses listed per sentence (default: the beam size)")
-            p.add_argument("--attribute", nargs="+", choices=METHODS, help="Hugging Face models: attributions of one output, with Kendall tau")
-            p.add_argument("--output", type=non_negative_int, help="with --attribute: a class, next-token id or target position")
+            p.add_argument("--attribute", nargs="+", choices=METHODS, help="attributions of one output, with Kendall tau (translation runs too)")
+            p.add_argument("--output", type=non_negative_int, help="with --attribute: a class, next-token id or target position (default: 0)")
         else:
             _add_view_arguments(p)
         _add_source_arguments(p)

@@ -141,6 +141,9 @@ class Family:
     # (`attnkit train --init RUN`); None: the family's runs cannot start from another run's weights
     init_task: Callable[[Any, Path, str | None, Any], Task] | None = None
     data_commands: Callable[[argparse._SubParsersAction, Callable[[str], Any]], None] = lambda sub, load_config: None  # `attnkit data` tools
+    # (loaded, line, output) -> (f: input embeddings (N, T, D) -> scores (N,), the line's embeddings (T, D), what f
+    # scores), for `attnkit attention RUN TEXT --attribute`; None: the family's runs are not attributed
+    attribution: Callable[[Any, str, int | None], tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor, str]] | None = None
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)

@@ -19,7 +19,8 @@ With `output` = (kind, row), the collector also keeps what the attributions of o
 compared with (`sources.agreement`): row `row` of each layer of `kind` (head mean, as written), of
 `rollout`, and of `flow` (for an encoder-decoder model, that cross-attention row of the last layer
 composed with the encoder's flow, c_t F_enc, as `rollout` is c_t R_enc); `finish` leaves them in
-`compared`, name -> (S,).
+`compared`, name -> (S,). A row of None averages the rows (a classifier's hops: one output for all of
+them).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Collector:
     words: dict[str, Groups] = field(default_factory=dict)  # kind -> its word groups (empty: pieces)
     layers: dict[str, int] = field(default_factory=dict)  # kind -> layers written
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # kind -> (H, Tq, Tk) of its latest layer
-    output: tuple[str, int] | None = None  # (kind, query row as written) of the attributed output
+    output: tuple[str, int | None] | None = None  # (kind, query row as written; None: every row averaged) of the attributed output
     compared: dict[str, Tensor] = field(default_factory=dict)  # name -> (S,): that row per layer, of rollout and flow
     _rollout: Tensor | None = None  # (T, T): A'_l ... A'_1 of the self kind so far
     _cross: Tensor | None = None  # (T_tgt, S): the head mean of the latest cross-attention layer
@@ -68,7 +69,7 @@ class Collector:
         out = weights if groups is None else merge_matrix(weights, groups.rows, groups.cols)  # (H, Wq, Wk)
         self.writer.add(f"{kind}/layer{self.layers[kind]}", out.numpy())
         if self.output is not None and self.output[0] == kind:
-            self.compared[f"{kind}/layer{self.layers[kind]}"] = head_mean(out)[self.output[1]]  # (Wk,)
+            self.compared[f"{kind}/layer{self.layers[kind]}"] = self._row(head_mean(out))  # (Wk,)
         if kind in SELF_KINDS and weights.size(-1) == weights.size(-2):
             mean = head_mean(weights)  # (T, T)
             a = with_residual(mean)  # (T, T)
@@ -113,8 +114,12 @@ class Collector:
         """`compared`'s rollout and flow rows of the output (module docstring)."""
         if self.output is None or self.output[0] not in self.layers or (self.output[0] == "cross") != cross:
             return
-        kind, row = self.output
-        self.compared["rollout"] = rollout[row]  # (S,)
+        kind = self.output[0]
+        self.compared["rollout"] = self._row(rollout)  # (S,)
         if flow is not None:
             last = self.compared[f"{kind}/layer{self.layers[kind]}"]  # (S,): the last layer's row
-            self.compared["flow"] = last @ flow if cross else flow[row]  # (S,)
+            self.compared["flow"] = last @ flow if cross else self._row(flow)  # (S,)
+
+    def _row(self, m: Tensor) -> Tensor:
+        """(Tq, Tk) -> (Tk,): the output's row, or the mean of the rows (`output` row None)."""
+        return m.mean(dim=0) if self.output[1] is None else m[self.output[1]]  # (Tk,)

@@ -73,19 +73,3 @@ def score_function(hf: HfModel, prep: Prepared, output: int | None) -> tuple[Cal
         raise AttnkitError(f"{hf.name}: --output {t}: the target has {len(prep.output_tokens)} positions")
     tok = prep.output_ids[t]
     return lambda e: _run(hf, prep, embedding, e)[:, t].float().log_softmax(-1)[:, tok], x, f"output {t} {prep.output_tokens[t]!r}"
-
-
-def attributions(hf: HfModel, prep: Prepared, methods: tuple[str, ...], output: int | None) -> tuple[dict[str, Tensor], str, dict]:
-    """Per method, the per-token scores (T,); what was scored; the integrated gradients' completeness figures."""
-    from attnkit.analysis.attribution import input_x_gradient, integrated_gradients
-
-    f, x, label = score_function(hf, prep, output)
-    out, figures = {}, {}
-    for method in methods:
-        if method == "ixg":
-            out[method] = input_x_gradient(f, x).scores
-        else:
-            a = integrated_gradients(f, x)
-            out[method] = a.scores
-            figures = {"steps": a.steps, "relative_error": a.relative_error}
-    return out, label, figures

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from attnkit.errors import AttnkitError
@@ -67,23 +66,12 @@ def _output_row(hf: HfModel, prep: Prepared, options: AttentionOptions) -> tuple
 
 
 def _attribute(writer: NpzWriter, hf: HfModel, prep: Prepared, options: AttentionOptions, collector: Collector) -> dict:
-    from attnkit.sources.agreement import write_agreement
-    from attnkit.sources.hf.attribute import attributions
+    from attnkit.sources.attribute import write_attributions
+    from attnkit.sources.hf.attribute import score_function
 
-    scores, label, figures = attributions(hf, prep, options.attribute, options.output)
+    f, x, label = score_function(hf, prep, options.output)
     groups = word_groups(prep.tokens, prep.specials) if options.words else None
-    merged = {}
-    for method, s in scores.items():
-        merged[method] = (s if groups is None else torch.stack([s[g].sum() for g in groups])).detach().float().cpu()  # (T,) or (W,)
-        writer.add(f"attr/{method}", merged[method].numpy())
-    writer.add("attr/output", [label])
-    if collector.output is not None:
-        writer.add("attr/row", np.int64(collector.output[1]))
-        write_agreement(writer, collector.compared, merged)
-    if figures:
-        writer.add("attr/ig_steps", torch.tensor(figures["steps"]).numpy())
-        writer.add("attr/ig_relative_error", torch.tensor(figures["relative_error"], dtype=torch.float64).numpy())
-    return {"attributed": label, **{f"ig_{k}": v for k, v in figures.items()}}
+    return write_attributions(writer, f, x, label, options.attribute, groups, collector)
 
 
 def _prediction(hf: HfModel, prep: Prepared, out) -> str:

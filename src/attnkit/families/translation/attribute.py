@@ -1,0 +1,78 @@
+"""The score a translation's attributions explain: log p(y_t | y_<t, x) as a function of the source embeddings.
+
+`attnkit attention RUN TEXT --attribute ixg ig --output t` (`Family.attribution`) decodes the line
+as the explorer does (the run's decoding settings, the best hypothesis: the output whose attention
+the page and the npz show), then scores output position t of that hypothesis teacher-forced: the
+decoder reads BOS and the hypothesis's own tokens before t, and f is the log-probability of the
+token it emitted at t (`token_score`). The same output reads row t of each decoder layer's cross
+attention (`sources.run`). `benchmarks/attention_analysis.py` scores a reference's tokens with the
+same `token_score`.
+
+f replaces the output of the model's source embedding module (`src_embed`, before the
+Transformer's sqrt(d_model) scaling and positions, or an RNN encoder's dropout) with the given
+embeddings through a forward hook, so it holds for the Transformer and the RNN models alike; with a
+joint vocabulary the module also embeds the target, and only its first call (the encoder's) is
+replaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.artifacts.runs import LoadedRun
+from attnkit.data.batching import collate
+from attnkit.data.vocab import EOS
+from attnkit.errors import AttnkitError
+from attnkit.families.translation.translate import translate
+
+
+def source_embeddings(model: nn.Module, src: Tensor) -> Tensor:
+    """src (1, S) -> what the source embedding module gives, (S, D), float32 (the point f is attributed at)."""
+    with torch.no_grad():
+        return model.src_embed(src)[0].float()  # (S, D)
+
+
+def token_score(model: nn.Module, src: Tensor, src_keep: Tensor, tgt_in: Tensor, t: int, token: int) -> Callable[[Tensor], Tensor]:
+    """f(source embeddings (N, S, D)) = log p(token at position t | tgt_in[:, : t + 1], x) (N,).
+
+    `src`, `src_keep` (1, S) and `tgt_in` (1, T) are one teacher-forced example; each of the N
+    embedded sources runs through the rest of the model as `model(src, src_keep, tgt_in)` does.
+    """
+
+    def f(e: Tensor) -> Tensor:  # (N, S, D) -> (N,)
+        n, seen = e.size(0), []
+
+        def hook(module, args, out):
+            if seen:  # a joint vocabulary: the decoder's call to the same module keeps its own output
+                return None
+            seen.append(True)
+            return e.to(out.dtype)  # (N, S, D)
+
+        handle = model.src_embed.register_forward_hook(hook)
+        try:
+            with torch.backends.cudnn.flags(enabled=False):  # cuDNN's LSTM has no backward in eval mode
+                logits = model(src.expand(n, -1), src_keep.expand(n, -1), tgt_in.expand(n, -1))  # (N, T, V)
+        finally:
+            handle.remove()
+        return logits[:, t].float().log_softmax(dim=-1)[:, token]  # (N,)
+
+    return f
+
+
+def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
+    """(f: source embeddings (N, S, D) -> log p(output t) (N,), the line's source embeddings (S, D), what f
+    scores) for output position `output` (default 0) of the hypothesis the explorer shows (module docstring)."""
+    model, vocabs = loaded.model, loaded.vocabs
+    best = translate(model, vocabs, [line], loaded.run.decode.with_overrides(nbest=1))[0][0]
+    t = 0 if output is None else output
+    if not 0 <= t < len(best.tgt_pieces):
+        raise AttnkitError(f"{loaded.folder}: --output {t}: the output has {len(best.tgt_pieces)} positions ({' '.join(best.tgt_pieces)})")
+    # The emitted ids (EOS last when the hypothesis finished); as in the explorer's maps
+    # (`explore.attention_views`) the decoder reads BOS and all of them but the last.
+    ids = vocabs.tgt_vocab.encode(best.tgt_pieces[:-1] if best.finished else best.tgt_pieces) + [EOS] * best.finished  # (T,)
+    batch = collate([(vocabs.src_vocab.encode(best.src_pieces[:-1]), ids[:-1])], [0]).to(next(model.parameters()).device)
+    f = token_score(model, batch.src, batch.src_keep, batch.tgt_in, t, ids[t])
+    return f, source_embeddings(model, batch.src), f"output {t} {best.tgt_pieces[t]!r}"
