@@ -336,6 +336,16 @@ def check_explanation(r: Result) -> None:
     assert all(-1.0 <= t <= 1.0 for t in taus), taus
 
 
+def check_run_attribution(r: Result) -> None:
+    page = (r.cwd / "plots/toy-attribution.html").read_text(encoding="utf-8")
+    a = json.loads(re.search(r'id="attention-data">(.*?)</script>', page, re.S).group(1))[0]["attribution"]
+    assert a["output"] == "output 0 't2'" and a["ig"]["relative_error"] <= 0.01, a
+    assert a["compared"]["names"] == ["cross/layer1", "cross/layer2", "rollout"], a
+    ig = [abs(x) for x in a["scores"]["ig"]]
+    assert a["tokens"][ig.index(max(ig))] == "t2", a  # reversing: the first output depends on the last source token
+    assert all(t is not None and -1.0 <= t <= 1.0 for t in a["tau"]["ig"]), a
+
+
 def check_masked_translation(r: Result) -> None:
     line = r.out.strip().splitlines()[-1]
     assert re.fullmatch(r"t\d( t\d)*", line) and line != "t2 t9 t5 t4 t1 t3", r.out[-2000:]  # without cross attention, not the reverse
@@ -383,6 +393,7 @@ CHECKS = {
     "plot runs/tiny-bert": check_files("plots/bert-model.png"),
     "train toy-reverse": check_trained("runs/toy-tour"),
     "explanation.py": check_explanation,
+    "report runs/toy-tour": check_run_attribution,
     "--mask-heads": check_masked_translation,
     "attention_analysis.py runs/toy-tour": check_toy_pruning,
 }

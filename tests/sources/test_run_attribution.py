@@ -126,3 +126,15 @@ def test_an_output_of_every_query_row_is_compared_with_their_mean():
     collector("hops", hops)
     collector.finish()
     torch.testing.assert_close(collector.compared["hops/layer1"], torch.tensor([0.3, 0.2, 0.5]))
+
+
+def test_a_family_without_a_score_refuses_attribute_in_one_line(tmp_path):
+    from dataclasses import replace
+
+    from attnkit.errors import AttnkitError
+    from attnkit.families.translation import FAMILY
+    from attnkit.sources.run import _check
+
+    with pytest.raises(AttnkitError, match=r"^run: --attribute: a translation run gives no score to attribute"):
+        _check("run", replace(FAMILY, attribution=None), AttentionOptions(attribute=("ig",)))
+    _check("run", FAMILY, AttentionOptions(attribute=("ig",)))  # the translation family scores its outputs

@@ -19,9 +19,7 @@ all output tokens.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
-from pathlib import Path
 
 import torch
 
@@ -34,16 +32,7 @@ from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.greedy import greedy
 from attnkit.errors import AttnkitError
 from attnkit.families import load_run
-
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "attention_analysis.py"
-
-
-def score_fn(model, batch, t: int):
-    """f(source embeddings (N, S, D)) = log p(y_t | y_<t, x): the benchmark's, reused."""
-    spec = importlib.util.spec_from_file_location("attention_analysis", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench.score_fn(model, batch, t)
+from attnkit.families.translation.attribute import source_embeddings, token_score
 
 
 def main() -> None:
@@ -67,11 +56,11 @@ def main() -> None:
         "rollout": cross_rollout(enc, cross),  # (T, S): C R_enc
         "flow": head_mean(cross[-1]) @ attention_flow(enc),  # (T, S): C F_enc
     }
-    emb = model.src_embed(b.src).detach()  # (1, S, D)
+    emb = source_embeddings(model, b.src)  # (S, D)
     ig, taus, steps, worst, left_out = {}, {name: [] for name in rows}, set(), 0.0, 0
     for t in range(b.tgt_in.size(1)):
-        try:
-            a = integrated_gradients(score_fn(model, b, t), emb)
+        try:  # log p(y_t | y_<t, x) over the source embeddings: what `attnkit attention RUN TEXT --attribute ig --output t` scores
+            a = integrated_gradients(token_score(model, b.src, b.src_keep, b.tgt_in, t, int(b.tgt_out[0, t])), emb)
         except AttnkitError:  # not complete within 1% at 800 steps: left out and counted, as the benchmarks do
             left_out += 1
             continue
