@@ -92,3 +92,12 @@ def test_records_and_the_serve_page_show_the_span_chart_and_attention(run_dir):
         assert "renderChart" in client.get("/static/parse-view.js").text
         (model,) = client.get("/v1/models").json()
         assert model["task"] == "parsing" and model["kind"] == "chart" and model["beam"] is None
+
+
+def test_report_and_plot_of_a_chart_run(run_dir, tmp_path):
+    page = tmp_path / "report.html"
+    assert main(["report", str(run_dir), "The dog barks .", "--out", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "renderChart" in html and '"in_tree"' in html
+    assert main(["plot", str(run_dir), "The dog barks .", "--out", str(tmp_path / "plots")]) == 0
+    assert sorted(p.name for p in (tmp_path / "plots").glob("*layer1-mean.png")) == ["000-encoder-layer1-mean.png"]

@@ -1,4 +1,5 @@
-"""The parsing family's config sections: `data` (a Penn Treebank) and `model` (the shared Transformer).
+"""The parsing family's config sections: `data` (a Penn Treebank) and `model` (the shared
+Transformer, or with `kind: chart` the self-attentive chart parser, `ChartModel`).
 
 A parsing config names its family with `task: parsing` (the Transformer is also translation's
 model, `attnkit.families.family_for`). Vaswani et al. (2017), sec. 6.3, train a 4-layer
