@@ -56,3 +56,10 @@ def test_each_familys_record_is_drawn_by_its_renderer(name):
 
 def test_every_family_has_a_record_here():
     assert set(RECORDS) == set(FAMILIES)
+
+
+def test_a_chart_parse_shows_its_span_chart():
+    chart = {"words": ["a", "b"], "best": [[1.5, 2.0], [None, -0.5]], "labels": [["NP", "S"], ["", "VP"]], "in_tree": [[0, 1], [0, 0]]}
+    shown = render("parsing", {**RECORDS["parsing"], "chart": chart})
+    assert {"attn-tree", "attn-chart"} <= set(shown["classes"])
+    assert "S" in shown["text"] and "span chart" in shown["text"]

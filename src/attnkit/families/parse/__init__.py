@@ -9,31 +9,54 @@ On top of it, the family: the config sections (`config`), the codec (`codec`), t
 (`task`), the constrained decoder (`constrained`), parsing text (`infer`), attention maps and the
 tree drawing (`explore`, `draw`), the CLI verbs (`commands`) and the API (`api`). `FAMILY` is what
 `attnkit.families` lists; configs say `task: parsing` (the model is the shared Transformer).
+
+Beside it, `model.kind: chart` is the self-attentive chart parser (Kitaev & Klein 2018): span
+charts and CKY (`chart`), its codec, model, task and parsing (`chart_codec`, `chart_model`,
+`chart_task`, `chart_infer`), with the same reader, EVALB, verbs, report and page.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from torch import nn
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.parse import codec, commands, explore
+from attnkit.families.parse import chart_codec, chart_task, codec, commands, explore, task
 from attnkit.families.parse.api import API
-from attnkit.families.parse.config import ParseRun
-from attnkit.families.parse.task import ParseTask, build, load_data
-from attnkit.families.protocol import Family
+from attnkit.families.parse.chart_codec import ChartVocabs
+from attnkit.families.parse.config import ChartModel, ParseRun
+from attnkit.families.protocol import Family, Task
 
 
-def _task(run: ParseRun, run_dir: Path, data_dir: str | None) -> ParseTask:
-    return ParseTask(run, load_data(run, run_dir, data_dir))
+def _task(run: ParseRun, run_dir: Path, data_dir: str | None) -> Task:
+    if isinstance(run.model, ChartModel):
+        return chart_task.ChartTask(run, chart_task.load_data(run, run_dir, data_dir))
+    return task.ParseTask(run, task.load_data(run, run_dir, data_dir))
+
+
+def _build(run: ParseRun, vocabs: Any) -> nn.Module:
+    return chart_task.build(run, vocabs) if isinstance(run.model, ChartModel) else task.build(run, vocabs)
+
+
+def _vocabs_to_json(vocabs: Any, folder: Path) -> dict:
+    return chart_codec.vocabs_to_json(vocabs, folder) if isinstance(vocabs, ChartVocabs) else codec.vocabs_to_json(vocabs, folder)
+
+
+def _vocabs_from_json(info: dict, folder: Path) -> Any:
+    return chart_codec.vocabs_from_json(info, folder) if "labels" in info else codec.vocabs_from_json(info, folder)
 
 
 def _info(loaded: LoadedRun) -> dict:
+    if isinstance(loaded.run.model, ChartModel):
+        return {}  # `kind: chart` says it; no beam
     return {"beam": loaded.run.decode.beam, "alpha": loaded.run.decode.alpha, "leaves": loaded.run.data.leaves}
 
 
 FAMILY = Family(
     name="parsing", kinds=(), run_schema=ParseRun, api=API, task=_task,
-    vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
+    vocabs_to_json=_vocabs_to_json, vocabs_from_json=_vocabs_from_json, build=_build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     records=explore.records, views=explore.views, info=_info,
 )  # fmt: skip

@@ -26,6 +26,13 @@ class AttentionMap(BaseModel):
     layers: list[list[list[list[float]]]] = Field(description="weights [layer][head][row][col]")
 
 
+class SpanChart(BaseModel):
+    words: list[str]
+    best: list[list[float | None]] = Field(description="[i][j]: the best non-empty label's score for words i..j (null for j < i)")
+    labels: list[list[str]] = Field(description="[i][j]: that label (a unary chain as S+VP)")
+    in_tree: list[list[int]] = Field(description="the parse's labelled spans, [i, j] word ranges")
+
+
 class Parse(BaseModel):
     id: int
     source: str
@@ -38,6 +45,7 @@ class Parse(BaseModel):
     tgt: list[str] = Field(description="the output symbols (+ </s>)")
     attention: list[list[float]] | None = Field(None, description="last layer's cross-attention, mean over heads [symbol][word]")
     maps: dict[str, AttentionMap] | None = None
+    chart: SpanChart | None = Field(None, description="chart parsers, with attention: what the parser scored for each span")
 
 
 class ParseResponse(BaseModel):
@@ -58,6 +66,7 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
     if not attention:
         for r in out:
             r["attention"] = None
+            r.pop("chart", None)
     return out
 
 

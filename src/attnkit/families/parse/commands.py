@@ -12,10 +12,12 @@ from attnkit.artifacts.runs import LoadedRun, load_run
 from attnkit.config.args import add_checkpoint, positive_int, read_input
 from attnkit.config.schema import Decode
 from attnkit.errors import AttnkitError, DataError
+from attnkit.families.parse.chart_codec import ChartVocabs
+from attnkit.families.parse.chart_infer import parse
 from attnkit.families.parse.codec import tokenize
 from attnkit.families.parse.evalb import score, score_files
 from attnkit.families.parse.evalb_params import COLLINS, read_params
-from attnkit.families.parse.infer import parse_words, tag_accuracy
+from attnkit.families.parse.infer import tag_accuracy
 from attnkit.families.parse.trees import Tree, preprocess_treebank, read_treebank, split_sample, split_wsj
 from attnkit.families.protocol import add_once
 
@@ -52,7 +54,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     lines = read_input(args.input)
     sentences = [tokenize(line) if args.raw else line.split() for line in lines]
     loaded = load_run(args.run, args.family, args.checkpoint)
-    results = parse_words(loaded.model, loaded.vocabs, sentences, decode_settings(loaded, args), source=f"{args.input or '<stdin>'}")
+    results = parse(loaded.model, loaded.vocabs, sentences, decode_settings(loaded, args), source=f"{args.input or '<stdin>'}")
     for r in results:
         print(r.tree)
     return 0
@@ -87,7 +89,8 @@ def gold_trees(path: str, split: str | None, run: Any) -> list[Tree]:
 
 def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     """Parse the gold trees' sentences (with their gold POS tags: COLLINS.prm deletes punctuation by
-    its tag) and score them with EVALB; a model with a tagger also gets its tagging accuracy."""
+    its tag) and score them with EVALB; a model with a tagger also gets its tagging accuracy. A chart
+    parser decodes by CKY (no beam)."""
     if not args.trees:
         raise AttnkitError(f"{args.run}: a parser: evaluate it with --trees FILE")
     if not Path(args.trees).exists():
@@ -95,12 +98,13 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     loaded = load()
     gold = gold_trees(args.trees, args.split, loaded.run)
     decode = decode_settings(loaded, args)
-    results = parse_words(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees)
+    results = parse(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees)
     report = score(gold, [r.tree for r in results], COLLINS).summary()
     tagger = getattr(loaded.model, "tagger", None) is not None
     if tagger:
         report["tagger_accuracy"] = tag_accuracy(results, [t.tags() for t in gold])
     return {**report, "repaired": sum(r.repaired for r in results), "sentences": len(gold), "split": args.split,
-            "decode": {"beam": decode.beam, "alpha": decode.alpha, "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b},
+            "decode": "CKY (exact)" if isinstance(loaded.vocabs, ChartVocabs) else
+                      {"beam": decode.beam, "alpha": decode.alpha, "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b},
             "params": "COLLINS.prm",
             "tags": "gold POS tags in the parses (tagger_accuracy: the model's own, every word)" if tagger else "gold POS tags (the parser predicts none)"}  # fmt: skip

@@ -1,4 +1,5 @@
-"""The parsing family's config sections: `data` (a Penn Treebank) and `model` (the shared Transformer).
+"""The parsing family's config sections: `data` (a Penn Treebank) and `model` (the shared
+Transformer, or with `kind: chart` the self-attentive chart parser, `ChartModel`).
 
 A parsing config names its family with `task: parsing` (the Transformer is also translation's
 model, `attnkit.families.family_for`). Vaswani et al. (2017), sec. 6.3, train a 4-layer
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import PositiveInt
+from pydantic import Discriminator, Field, PositiveInt, Tag, model_validator
 
 from attnkit.config.models import Transformer
 from attnkit.config.schema import Metric, RunBase, Strict
@@ -72,11 +73,55 @@ class ParseModel(Transformer):
     tagger: bool = False
 
 
+class ChartModel(Strict):
+    """The self-attentive chart parser (Kitaev & Klein 2018; `families.parse.chart_model`): `kind: chart`.
+
+    Defaults are the paper's (sec. 5: 8 layers, 8 heads, d_kv 64, d_ff 2048, label MLP 250,
+    residual and attention dropout 0.2, ReLU dropout 0.1, character embeddings 32) except
+    `d_model` (the paper's 1024); the content and the position partitions are d_model/2 each.
+    `words`: word embeddings added to the character-level representations; `tagger`: predict the
+    POS tags (for EVALB) with a linear layer on the encoder, trained with the parse.
+    """
+
+    kind: Literal["chart"]
+    layers: PositiveInt = 8
+    d_model: PositiveInt = 1024
+    n_heads: PositiveInt = 8
+    d_kv: PositiveInt = 64
+    d_ff: PositiveInt = 2048
+    d_char: PositiveInt = 32
+    d_label_hidden: PositiveInt = 250
+    dropout: float = Field(0.2, ge=0.0, lt=1.0)
+    attention_dropout: float = Field(0.2, ge=0.0, lt=1.0)
+    relu_dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    embedding_dropout: float = Field(0.2, ge=0.0, lt=1.0)
+    max_positions: PositiveInt = 302
+    words: bool = True
+    tagger: bool = True
+
+    @property
+    def width(self) -> int:
+        """d_model, the width the Noam schedule scales with."""
+        return self.d_model
+
+    @model_validator(mode="after")
+    def _even(self) -> ChartModel:
+        if self.d_model % 2 or self.d_kv % 2 or self.d_ff % 2:
+            raise ValueError("d_model, d_kv and d_ff must be even (content and position halves)")
+        return self
+
+
+def _model_kind(model: object) -> str:
+    """The `kind` of a model section (a dict or a model); the Transformer when it names none."""
+    return model.get("kind", "transformer") if isinstance(model, dict) else getattr(model, "kind", "transformer")
+
+
 class ParseRun(RunBase):
-    """A parsing run: PTB trees, linearised, into the Transformer (`task: parsing`)."""
+    """A parsing run: PTB trees, linearised, into the Transformer, or as span charts into the chart
+    parser (`model.kind: chart`) (`task: parsing`)."""
 
     METRICS = (Metric("f1", "F1"),)
     EARLY_STOPPING = "f1"
     task: Literal["parsing"]
     data: ParseData = ParseData()
-    model: ParseModel = ParseModel()
+    model: Annotated[Annotated[ParseModel, Tag("transformer")] | Annotated[ChartModel, Tag("chart")], Discriminator(_model_kind)] = ParseModel()

@@ -6,7 +6,8 @@ self-attention (words x words), decoder self-attention (symbols x decoder input)
 encoder-decoder attention (output symbols x words), per layer and head. A record
 (`record`) is the attention JSONL format of `viz.export` (`id`, `src`, `tgt`, `attention`,
 `score`) plus `source`, `text` (the bracketed tree), `nbest`, `maps`, `tree` and `svg`
-(`draw.tree_svg`), and `repaired`.
+(`draw.tree_svg`), and `repaired`. A chart parse (`chart_infer`) has the encoder's self-attention
+as its only map and adds `chart` (`chart_record`): each span's best label and score.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import torch
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
+from attnkit.families.parse.chart_infer import ChartResult, SpanChart, parse
 from attnkit.families.parse.codec import ParseVocabs, source_ids, tokenize
 from attnkit.families.parse.draw import tree_svg
-from attnkit.families.parse.infer import ParseResult, parse_words
+from attnkit.families.parse.infer import ParseResult
 from attnkit.families.protocol import ExploreOptions
 from attnkit.viz.export import attention_record
 from attnkit.viz.plot import AttentionView
@@ -41,8 +43,13 @@ class Explored:
 def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, raw: bool = False) -> list[Explored]:
     """Parse `lines` (tokenised, or `raw` text) and collect the attention maps of each parse."""
     sentences = [tokenize(line) if raw else line.split() for line in lines]
-    results = parse_words(loaded.model, loaded.vocabs, sentences, decode, return_attention=True)
-    views = attention_views(loaded.model, loaded.vocabs, results) if maps else [[] for _ in results]
+    results = parse(loaded.model, loaded.vocabs, sentences, decode, return_attention=True)
+    if not maps:
+        views: list[list[AttentionView]] = [[] for _ in results]
+    elif results and isinstance(results[0], ChartResult):
+        views = [chart_views(r) for r in results]  # type: ignore[arg-type]
+    else:
+        views = attention_views(loaded.model, loaded.vocabs, results)
     return [Explored(i, line, r, v) for i, (line, r, v) in enumerate(zip(lines, results, views))]
 
 
@@ -65,6 +72,22 @@ def attention_views(model: torch.nn.Module, vocabs: ParseVocabs, results: list[P
     return out
 
 
+def chart_views(result: ChartResult) -> list[AttentionView]:
+    """A chart parse's encoder self-attention over ``<s> words </s>`` (the chart parser has no decoder)."""
+    tokens = ["<s>", *result.words, "</s>"]
+    return [AttentionView("encoder", tokens, tokens, result.maps or [], TITLES["encoder"], AXES["encoder"])]
+
+
+def chart_record(words: list[str], chart: SpanChart) -> dict:
+    """The span chart as JSON: `best[i][j]` the best label's score of words i..j (inclusive, so
+    fenceposts (i, j+1)), null below the diagonal, `labels[i][j]` that label, `in_tree` the parse's
+    labelled spans as [i, j] word ranges."""
+    n = len(words)
+    best = [[None if j < i else round(float(chart.best[i, j + 1]), 3) for j in range(n)] for i in range(n)]
+    labels = [[chart.labels[i][j + 1] if j >= i else "" for j in range(n)] for i in range(n)]
+    return {"words": words, "best": best, "labels": labels, "in_tree": [[i, j - 1] for i, j in chart.in_tree]}
+
+
 def _rounded(t: torch.Tensor) -> list:
     return t.double().round(decimals=4).tolist()
 
@@ -81,6 +104,8 @@ def record(e: Explored) -> dict:
     text = str(r.tree)
     out.update(source=e.source, text=text, tree=text, svg=tree_svg(r.tree), repaired=r.repaired,
                nbest=[{"text": text, "score": round(r.score, 4), "finished": r.finished}])  # fmt: skip
+    if isinstance(r, ChartResult) and r.chart is not None:
+        out["chart"] = chart_record(r.words, r.chart)
     if e.views:
         out["maps"] = {v.kind: {"rows": v.rows, "cols": v.cols, "layers": [_rounded(w) for w in v.layers]} for v in e.views}
     return out

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
-from attnkit.data.vocab import BOS, EOS, SPECIALS
+from attnkit.data.vocab import BOS, EOS, SPECIALS, Vocabulary
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.decode.hypothesis import Hypothesis
@@ -68,9 +68,14 @@ def predict_tags(model: nn.Module, vocabs: ParseVocabs, words: Sequence[Sequence
     """The tags of a batch of sentences (`words`, encoded as src (B, S)): the tagger's most likely tag
     of each word, except that punctuation gets its PTB tag by its form (`codec.guess_tags`) and only
     punctuation does (COLLINS.prm deletes words by those tags)."""
-    assert vocabs.tags is not None
-    tokens = vocabs.tags.to_json()["tokens"]
-    logits = model.tag_logits(model.encode(src, src_keep)).float()  # (B, S, n_tags)
+    return best_tags(model.tag_logits(model.encode(src, src_keep)).float(), vocabs.tags, words)  # (B, S, n_tags)
+
+
+def best_tags(logits: Tensor, tags: Vocabulary | None, words: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The most likely tag of each word of logits (B, S, n_tags) (position s: word s), except that
+    punctuation gets its PTB tag by its form and only punctuation does (`predict_tags`)."""
+    assert tags is not None
+    tokens = tags.to_json()["tokens"]
     never = [i for i, t in enumerate(tokens) if i < len(SPECIALS) or t in PUNCTUATION_TAGS.values()]
     logits[..., never] = float("-inf")
     best = logits.argmax(dim=-1)  # (B, S)

@@ -1,0 +1,186 @@
+"""The chart parser's training task (`model.kind: chart`): span charts, the margin loss, dev F1.
+
+The data is the seq2seq parser's (the same reader, preprocessing, splits and EVALB), prepared once
+(`attnkit.artifacts.prepared`) as word ids, characters, gold labelled spans (`chart.gold_spans`)
+and POS tags. A batch's size is its number of words. Its loss is the margin (hinge) loss of each
+sentence (Kitaev & Klein 2018, sec. 2.3; Taskar et al. 2005),
+
+    max(0, max_T [s(T) + Delta(T, T*)] - s(T*))
+
+found by loss-augmented CKY (`chart.cky` with the gold chart), summed over the sentences, plus the
+tagger's summed cross-entropy. Validation: the dev loss per word, and EVALB labelled F1
+(COLLINS.prm, all lengths) of the dev sentences parsed with their gold POS tags.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
+from attnkit.data.vocab import PAD
+from attnkit.families.parse.chart import cky
+from attnkit.families.parse.chart_codec import (
+    ChartBatch,
+    ChartExample,
+    ChartVocabs,
+    build_chart_vocabs,
+    chart_of,
+    collate,
+    encode_chart_tree,
+    scores_of,
+    vocabs_from_json,
+    vocabs_to_json,
+)  # fmt: skip
+from attnkit.families.parse.chart_infer import dev_f1
+from attnkit.families.parse.chart_model import ChartParser
+from attnkit.families.parse.config import ChartModel, ParseRun
+from attnkit.families.parse.task import read_splits, treebank_files
+from attnkit.families.parse.trees import parse_trees
+
+log = logging.getLogger("attnkit")
+
+
+def build(run: ParseRun, vocabs: ChartVocabs) -> ChartParser:
+    """The chart parser of `run.model` (a `ChartModel`) for the vocabularies."""
+    m = run.model
+    assert isinstance(m, ChartModel)
+    n_tags = len(vocabs.tags) if m.tagger and vocabs.tags is not None else 0
+    return ChartParser(n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_labels=len(vocabs.labels), n_tags=n_tags, d_model=m.d_model,
+                       layers=m.layers, n_heads=m.n_heads, d_kv=m.d_kv, d_ff=m.d_ff, d_char=m.d_char, d_label_hidden=m.d_label_hidden,
+                       dropout=m.dropout, attention_dropout=m.attention_dropout, relu_dropout=m.relu_dropout,
+                       embedding_dropout=m.embedding_dropout, max_positions=m.max_positions, words=m.words)  # fmt: skip
+
+
+def margin_loss(scores: Tensor, gold: list[np.ndarray], lengths: list[int], table: np.ndarray) -> Tensor:
+    """Summed margin loss of a batch (module docstring).
+
+    Args:
+        scores: (B, P, L) span scores of the pairs of `table`.
+        gold: Each sentence's gold label chart (n+1, n+1).
+        lengths: Each sentence's n.
+        table: (N+1, N+1) pair index of each span (`fencepost_pairs`).
+
+    Returns:
+        sum_b max(0, s(T^_b) + Delta(T^_b, T*_b) - s(T*_b)), T^ the loss-augmented best tree.
+    """
+    values = scores.detach().float().cpu().numpy()
+    rows, pairs, labels, signs, costs = [], [], [], [], []
+    for b, (n, chart) in enumerate(zip(lengths, gold)):
+        found = cky(chart_of(values[b], table, n), chart)
+        i, j = np.nonzero(np.triu(chart, k=1))  # gold constituents
+        spans = [(s, e, label, 1.0) for s, e, label in found.spans] + [(s, e, int(chart[s, e]), -1.0) for s, e in zip(i, j)]
+        rows += [b] * len(spans)
+        pairs += [int(table[s, e]) for s, e, _, _ in spans]
+        labels += [label for _, _, label, _ in spans]
+        signs += [sign for *_, sign in spans]
+        costs.append(found.cost)
+    device = scores.device
+    picked = scores[torch.tensor(rows, device=device), torch.tensor(pairs, device=device), torch.tensor(labels, device=device)].float()
+    margin = torch.zeros(len(lengths), device=device).index_add(0, torch.tensor(rows, device=device), picked * torch.tensor(signs, device=device))
+    return (margin + torch.tensor(costs, dtype=torch.float32, device=device)).clamp(min=0).sum()
+
+
+def batch_loss(model: ChartParser, batch: ChartBatch) -> Tensor:
+    """The batch's summed margin loss, plus the tagger's summed cross-entropy (with a tagger)."""
+    y, scores, table, _ = scores_of(model, batch)
+    loss = margin_loss(scores, batch.gold, batch.lengths.tolist(), table)
+    if model.tagger is not None and bool((batch.tags != PAD).any()):
+        logits = model.tag_logits(y).float()  # (B, T, n_tags)
+        loss = loss + F.cross_entropy(logits.flatten(0, 1), batch.tags.flatten(), ignore_index=PAD, reduction="sum")
+    return loss
+
+
+@dataclass
+class ChartData:
+    vocabs: ChartVocabs
+    train: list[ChartExample]
+    valid: list[ChartExample]
+    dev_gold: list[str]
+
+
+def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> ChartData:
+    """The prepared chart data of `run`: read from the cache, or read and encoded into it."""
+    path = run.data.treebank_path(data_dir)
+    settings = run.data.model_dump(mode="json", exclude={"treebank"})
+    key = data_key({"family": "parsing", "kind": "chart", "data": settings}, treebank_files(path))
+    folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
+    info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
+    ids = load_sequences(folder / "examples.safetensors")
+    vocabs = vocabs_from_json(info["vocabs"], folder)
+    return ChartData(vocabs, _examples(ids, "train"), _examples(ids, "valid"), info["dev_gold"])
+
+
+def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
+    splits = read_splits(run, path)
+    train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
+    log.info("chart parsing data: %d training trees (%d over %d words left out), %d dev trees",
+             len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
+    vocabs = build_chart_vocabs(train, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature")
+    sequences: dict[str, list[list[int]]] = {}
+    for name, trees in (("train", train), ("valid", splits["dev"])):
+        encoded = [encode_chart_tree(vocabs, tree) for tree in trees]
+        sequences[f"{name}_words"] = [e.words for e in encoded]
+        sequences[f"{name}_chars"] = [[c for word in e.chars for c in word] for e in encoded]
+        sequences[f"{name}_char_lengths"] = [[len(word) for word in e.chars] for e in encoded]
+        sequences[f"{name}_spans"] = [[x for span in e.spans for x in span] for e in encoded]
+        sequences[f"{name}_tags"] = [e.tags for e in encoded]
+    save_sequences(folder / "examples.safetensors", sequences)
+    info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in splits["dev"]]}
+    (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")
+
+
+def _examples(ids: dict[str, list[list[int]]], name: str) -> list[ChartExample]:
+    out = []
+    for words, flat, lengths, spans, tags in zip(*(ids[f"{name}_{part}"] for part in ("words", "chars", "char_lengths", "spans", "tags"))):
+        ends = np.cumsum([0, *lengths])
+        chars = [flat[a:b] for a, b in zip(ends[:-1], ends[1:])]
+        out.append(ChartExample(words, chars, [tuple(spans[k : k + 3]) for k in range(0, len(spans), 3)], tags))  # type: ignore[misc]
+    return out
+
+
+class ChartTask:
+    """Span charts for the chart parser; a batch's size is its number of words."""
+
+    unit = "tokens"
+
+    def __init__(self, run: ParseRun, data: ChartData) -> None:
+        self.run, self.data, self.vocabs = run, data, data.vocabs
+        lengths = [len(e.words) + 2 for e in data.train]
+        self.train_lengths = (lengths, lengths)
+
+    def build_model(self) -> nn.Module:
+        return build(self.run, self.vocabs)
+
+    def collate(self, index: list[int]) -> ChartBatch:
+        return collate(self.data.train, index)
+
+    def size(self, batch: ChartBatch) -> int:
+        return batch.n_words
+
+    def loss(self, model: nn.Module, batch: ChartBatch, step: int) -> Tensor:
+        return batch_loss(model, batch)  # type: ignore[arg-type]
+
+    @torch.inference_mode()
+    def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
+        """Dev loss per word, and (with `train.eval_decode`) EVALB F1 of the dev parses."""
+        valid, total, words = self.data.valid, 0.0, 0
+        order = sorted(range(len(valid)), key=lambda i: len(valid[i].words))
+        for start in range(0, len(order), 64):
+            batch = collate(valid, order[start : start + 64]).to(device)
+            total += float(batch_loss(model, batch))  # type: ignore[arg-type]
+            words += batch.n_words
+        metrics = {"loss": total / max(words, 1)}
+        t = self.run.train
+        if t.eval_decode:
+            n = t.eval_max_sentences or len(self.data.dev_gold)
+            metrics.update(dev_f1(model, self.vocabs, [parse_trees(line)[0] for line in self.data.dev_gold[:n]]))
+        return metrics
