@@ -1,7 +1,7 @@
 """Decoding engines side by side on one model: attnkit (fp32, bf16, int8), CTranslate2 (fp32, int8), ONNX Runtime.
 
     .venv/bin/python benchmarks/engines.py RUN_DIR [--data ../shared/data/multi30k] [--threads 2]
-        [--repeats 3] [--beams 1 5] [--engines ...] [--limit N] [--work DIR] [--profile]
+        [--repeats 3] [--beams 1 5] [--engines ...] [--limit N] [--work DIR] [--reference DIR] [--profile]
 
 One run of the script exports the run (CTranslate2 float32 and ONNX, into --work, default
 RUN_DIR/engines), then decodes Multi30k test_2016_flickr with every engine and search: greedy
@@ -120,11 +120,21 @@ def _export(run: str, work: Path) -> None:
                 sys.exit(f"engines.py: exporting {run} to {fmt} failed")
 
 
+def _same(outputs: list[str], reference: list[str]) -> float:
+    """The fraction of `reference`'s lines that `outputs` repeats exactly, line by line."""
+    return round(sum(a == b for a, b in zip(outputs, reference)) / len(reference), 4)
+
+
 def _table(rows: list[dict]) -> str:
-    lines = ["| engine | search | sentences/s | BLEU | same output as attnkit fp32 | peak RSS (MB) |", "|---|---|---|---|---|---|"]
+    earlier = any("same_as_reference" in r for r in rows)
+    lines = [
+        "| engine | search | sentences/s | BLEU | same output as attnkit fp32 |" + (" same as the reference run |" if earlier else "") + " peak RSS (MB) |"
+    ]
+    lines.append("|---|---|---|---|---|" + ("---|" if earlier else "") + "---|")
     for r in rows:
         search = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
-        lines.append(f"| {r['engine']} | {search} | {r['sentences_per_s']} | {r['bleu']} | {r['same_as_attnkit_fp32']:.1%} | {r['peak_rss_mb']} |")
+        same = f" {r['same_as_reference']:.1%} |" if "same_as_reference" in r else (" |" if earlier else "")
+        lines.append(f"| {r['engine']} | {search} | {r['sentences_per_s']} | {r['bleu']} | {r['same_as_attnkit_fp32']:.1%} |{same} {r['peak_rss_mb']} |")
     return "\n".join(lines)
 
 
@@ -139,6 +149,11 @@ def main() -> None:
     p.add_argument("--engines", nargs="+", choices=ENGINES, default=ENGINES)
     p.add_argument("--limit", type=int, default=None, help="only the first N test sentences")
     p.add_argument("--profile", action="store_true", help="attnkit engines: also write WORK/ENGINE_beamK_profile.txt (one more decode, profiled)")
+    p.add_argument(
+        "--reference",
+        help="WORK folder of an earlier run of this script (say, on the code before a change): "
+        "each row also gets same_as_reference, the fraction of outputs equal to that run's outputs of the same engine",
+    )
     p.add_argument("--one", choices=ENGINES, help=argparse.SUPPRESS)  # child process: one engine
     args = p.parse_args()
     args.work = args.work or str(Path(args.run) / "engines")
@@ -157,7 +172,10 @@ def main() -> None:
             row = json.loads(line)
             reference = Path(args.work, f"attnkit-fp32_beam{row['beam']}.txt").read_text(encoding="utf-8").splitlines()
             mine = Path(row["outputs"]).read_text(encoding="utf-8").splitlines()
-            row["same_as_attnkit_fp32"] = round(sum(a == b for a, b in zip(mine, reference)) / len(reference), 4)
+            row["same_as_attnkit_fp32"] = _same(mine, reference)
+            earlier = Path(args.reference or "", f"{engine}_beam{row['beam']}.txt")
+            if args.reference and earlier.is_file():
+                row["same_as_reference"] = _same(mine, earlier.read_text(encoding="utf-8").splitlines())
             rows.append(row)
             print(json.dumps(row), flush=True)
     print(_table(rows))
