@@ -121,11 +121,12 @@ def test_few_queries_take_the_explicit_path_on_cpu_without_grad(t, monkeypatch):
     assert len(calls) == (t > 1)
 
 
-def test_bf16_few_queries_attend_in_fp32():
-    # As the fused path does for bf16 on the CPU: the explicit path of a few queries runs in fp32.
+def test_bf16_few_queries_attend_in_fp32_through_the_fused_kernel():
+    # bf16 keeps the fused kernel in fp32 for a few queries too: the explicit path's fp32 sums,
+    # rounded to bf16, changed 3 of 1,000 beam-5 translations of a trained m30k model.
     q, k, v = (torch.randn(3, 2, 4, 8).bfloat16() for _ in range(3))
     with torch.no_grad():
         context, _ = scaled_dot_product_attention(q, k, v, need_weights=False)
         expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
     assert context.dtype == torch.bfloat16
-    torch.testing.assert_close(context, expected.bfloat16())  # bf16 rounding of the same fp32 numbers
+    assert torch.equal(context, expected.bfloat16())

@@ -9,7 +9,8 @@ Two paths, kept side by side: the explicit one (``need_weights=True``) computes 
 weights alpha through ``masked_softmax`` and returns them; the fused one (``need_weights=False``)
 calls ``torch.nn.functional.scaled_dot_product_attention``, whose boolean ``attn_mask`` uses the
 same rule as attnkit (True = may attend), and returns ``None`` weights. On the CPU, rows of a few
-queries (``FEW_QUERIES``: decoding steps) take the explicit path either way, which is faster there.
+queries (``FEW_QUERIES``: decoding steps) take the explicit path either way, which is faster there;
+bf16 ones excepted, which attend in fp32 through the fused kernel.
 The fused path needs at least one valid key per query row (the data layer guarantees it).
 """
 
@@ -68,8 +69,9 @@ def scaled_dot_product_attention(
     if not need_weights and cpu and q.dtype == torch.bfloat16 and q.size(-2) > 1:
         # PyTorch's CPU flash-attention backward is ~4x slower in bf16 than in fp32 (measured
         # with torch 2.13 on Zen 4, benchmarks/train_tps.py), so bf16 runs attend in fp32 there.
+        # Few queries too: the explicit path's fp32 sums, rounded to bf16, change some outputs.
         with torch.autocast("cpu", enabled=False):
-            context, _ = scaled_dot_product_attention(q.float(), k.float(), v.float(), mask, dropout_p, False, scale=scale)  # (B, H, T, Ev)
+            context = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
         return context.to(q.dtype), None
     if not (need_weights or (cpu and _few_queries(q.size(-2)))):
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
