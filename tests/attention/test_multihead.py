@@ -212,3 +212,22 @@ def test_d_k_and_d_v_set_apart_from_d_model_over_h(d_k, d_v):
         torch.testing.assert_close(context, expected, atol=ATOL, rtol=0)
     self_keep = torch.ones(2, 1, 5, dtype=torch.bool)
     torch.testing.assert_close(mha(x, x, x)[0], _per_head_reference(mha, x, x, x, self_keep), atol=ATOL, rtol=0)  # fused Q/K/V
+
+
+@pytest.mark.parametrize("d_k, d_v", [(4, 4), (4, 12)])
+def test_attend_incremental_equals_append_then_attend(d_k, d_v):
+    # One Q/K/V matmul per step gives what project_kv + append + attend give, cache included.
+    mha = MultiHeadAttention(16, 4, d_k=d_k, d_v=d_v).eval()
+    x = torch.randn(3, 5, 16)
+    cache = ref_cache = KVCache(torch.zeros(3, 4, 0, d_k), torch.zeros(3, 4, 0, d_v))  # empty: S = 0
+    for t in range(5):
+        x_t = x[:, t : t + 1]  # (B, 1, D)
+        context, weights, cache = mha.attend_incremental(x_t, cache, causal_mask(1, t + 1))
+        ref_cache = ref_cache.append(mha.project_kv(x_t, x_t))
+        ref_context, ref_weights = mha.attend(x_t, ref_cache, causal_mask(1, t + 1))
+        torch.testing.assert_close(context, ref_context, atol=1e-6, rtol=0)
+        torch.testing.assert_close(weights, ref_weights, atol=1e-6, rtol=0)
+        torch.testing.assert_close(cache.k, ref_cache.k, atol=1e-6, rtol=0)
+        torch.testing.assert_close(cache.v, ref_cache.v, atol=1e-6, rtol=0)
+    _, none, _ = mha.attend_incremental(x[:, :1], KVCache(cache.k[:, :, :0], cache.v[:, :, :0]), need_weights=False)
+    assert none is None

@@ -21,6 +21,7 @@ from torch import nn
 from attnkit import __version__
 from attnkit.allocator import limit_primitive_cache
 from attnkit.artifacts.checkpoint import find_checkpoint, load_weights
+from attnkit.attention.packed import pack_linears
 from attnkit.config.load import read_yaml, save_config, validate
 from attnkit.config.schema import DEFAULT_MODEL_KIND, RunBase
 from attnkit.errors import CheckpointError, ConfigError, DataError
@@ -111,12 +112,15 @@ def load_run(
     which: str = "best",
     device: str | torch.device = "cpu",
     dtype: torch.dtype | None = None,
+    pack: bool = True,
 ) -> LoadedRun:
     """Build the run's model and load a checkpoint (`best`, `last` or a step number), in eval mode.
 
     `dtype=torch.bfloat16` casts the weights for faster decoding (output log-probs stay float32);
     `dtype=torch.qint8` quantises the linear layers to int8 (`precision.quantize_int8`, CPU only).
-    A run of another family is refused with one clear error.
+    With `pack`, a float model on the CPU multiplies through weights packed for oneDNN
+    (`attention.packed.pack_linears`: same parameters and outputs); exporters, which read or trace
+    the modules, load with `pack=False`. A run of another family is refused with one clear error.
     """
     if dtype == torch.qint8 and torch.device(device).type != "cpu":
         raise ConfigError(f"int8 decoding runs on the CPU only, not on {device}")
@@ -127,4 +131,7 @@ def load_run(
     load_weights(model, checkpoint)
     if dtype == torch.qint8:
         return LoadedRun(run, quantize_int8(model.eval()), vocabs, checkpoint, family)
-    return LoadedRun(run, model.to(device=device, dtype=dtype).eval(), vocabs, checkpoint, family)
+    model = model.to(device=device, dtype=dtype).eval()
+    if pack and torch.device(device).type == "cpu":
+        pack_linears(model)
+    return LoadedRun(run, model, vocabs, checkpoint, family)

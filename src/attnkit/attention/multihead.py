@@ -12,7 +12,12 @@ Table 3 row (B) varies d_k on its own, so both are settable.
 Decoding state is a value, not module state: ``project_kv`` returns a ``KVCache`` and ``attend``
 takes one, so ``forward(q, k, v) == attend(q, project_kv(k, v))``, a decoder step is
 ``cache = cache.append(mha.project_kv(x_t, x_t)); context, weights = mha.attend(x_t, cache, mask)``,
-and cross-attention projects the encoder memory once.
+and cross-attention projects the encoder memory once. ``attend_incremental`` is that decoder step
+with one matmul over the stacked W^Q, W^K, W^V.
+
+Stacked projections (self-attention's Q/K/V, a memory's K/V) are concatenated at every call while
+training; a module packed for CPU inference (``attnkit.attention.packed.pack_linears`` gives it a
+``packed_cache``) keeps the stacked weights, packed for oneDNN, until they change.
 
 ``head_mask`` (Michel et al., 2019, "Are Sixteen Heads Really Better than One?", sec. 2.3) gates
 each head's output before the Concat: head_i -> xi_i head_i, xi of shape ``(H,)`` or ``(B, H)``.
@@ -25,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnkit.attention import packed
 from attnkit.attention.cache import KVCache
 from attnkit.attention.scaled_dot import scaled_dot_product_attention
 
@@ -83,6 +89,8 @@ class MultiHeadAttention(nn.Module):
         d_k: per-head width of queries and keys ``E`` (default ``d_model / n_heads``).
         d_v: per-head width of values (default ``d_model / n_heads``).
     """
+
+    packed_cache: packed.PackedCache | None = None  # set by `packed.pack_linears`
 
     def __init__(
         self,
@@ -161,8 +169,7 @@ class MultiHeadAttention(nn.Module):
             ``KVCache`` with k and v ``(B, H, S, E)``.
         """
         if keys is values and self._fusable:  # one matmul for both (cross-attention over a memory)
-            weight = torch.cat([self.k_proj.weight, self.v_proj.weight])  # (H(E+Ev), Dk)
-            kv = F.linear(keys, weight, _cat_bias(self.k_proj, self.v_proj))  # (B, S, H(E+Ev))
+            kv = self._stacked_linear(keys, "kv", self.k_proj, self.v_proj)  # (B, S, H(E+Ev))
             k, v = self._split(kv, 2)  # (B, H, S, E), (B, H, S, Ev)
             return KVCache(k, v)
         k = split_heads(self.k_proj(keys), self.n_heads)  # (B, H, S, E)
@@ -187,12 +194,50 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(self.q_proj(query), self.n_heads)  # (B, H, T, E)
         return self._attend_heads(q, kv, mask, need_weights, head_mask)  # (B, T, D), (B, H, T, S)
 
+    def attend_incremental(
+        self, x: Tensor, cache: KVCache, mask: Tensor | None = None, *, need_weights: bool = True, head_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None, KVCache]:
+        """Self-attention of T new positions (a decoder step) over themselves and the cached earlier ones.
+
+        Equals ``kv = cache.append(project_kv(x, x)); attend(x, kv, mask)``, with the queries, keys
+        and values projected by one matmul.
+
+        Args:
+            x: ``(B, T, D)`` the new positions.
+            cache: ``KVCache`` of the earlier positions, k and v ``(B, H, S0, E)``.
+            mask: boolean keep-mask broadcastable to ``(B, H, T, S0 + T)``, or ``None``.
+            need_weights: ``False`` lets several queries use ``F.scaled_dot_product_attention``.
+            head_mask: per-head gate ``(H,)`` or ``(B, H)``, or ``None``.
+
+        Returns:
+            context ``(B, T, D)``, weights ``(B, H, T, S0 + T)`` (or ``None``) and the cache
+            extended by the T positions.
+        """
+        if not self._fusable:
+            kv = cache.append(self.project_kv(x, x))  # (B, H, S0 + T, E)
+            return (*self.attend(x, kv, mask, need_weights=need_weights, head_mask=head_mask), kv)
+        q, k, v = self._project_qkv(x)  # (B, H, T, E) each
+        kv = cache.append(KVCache(k, v))  # (B, H, S0 + T, E)
+        return (*self._attend_heads(q, kv, mask, need_weights, head_mask), kv)
+
     def _project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Self-attention projections as one matmul over the stacked W^Q, W^K, W^V."""
-        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (H(2E+Ev), D)
-        qkv = F.linear(x, weight, _cat_bias(self.q_proj, self.k_proj, self.v_proj))  # (B, T, H(2E+Ev))
+        qkv = self._stacked_linear(x, "qkv", self.q_proj, self.k_proj, self.v_proj)  # (B, T, H(2E+Ev))
         q, k, v = self._split(qkv, 3)  # (B, H, T, E), (B, H, T, E), (B, H, T, Ev)
         return q, k, v
+
+    def _stacked_linear(self, x: Tensor, name: str, *linears: nn.Linear) -> Tensor:
+        """``x`` times the weights of ``linears`` stacked on the output axis, plus their biases.
+
+        The stacked matrix is concatenated at each call, or, in a packed module where
+        ``packed.packable`` holds, kept (and packed) until one of its parts changes.
+        """
+        weights = [lin.weight for lin in linears]
+        if self.packed_cache is None or not packed.packable(x, weights[0]):
+            return F.linear(x, torch.cat(weights), _cat_bias(*linears))  # (B, T, n * H * E)
+        sources = (*weights, *(lin.bias for lin in linears))
+        weight, bias = packed.kept(self.packed_cache, name, sources, lambda: (torch.cat(weights), _cat_bias(*linears)))
+        return packed.linear(x, weight, bias, self.packed_cache, f"{name}.packed")  # (B, T, n * H * E)
 
     def _split(self, fused: Tensor, parts: int) -> tuple[Tensor, ...]:
         """Heads of the last `parts` of [q;] k; v stacked on the feature axis (widths E, E, Ev)."""

@@ -8,8 +8,10 @@ which pushes the softmax into regions of tiny gradient; dividing by sqrt(d_k) re
 Two paths, kept side by side: the explicit one (``need_weights=True``) computes the scores e, the
 weights alpha through ``masked_softmax`` and returns them; the fused one (``need_weights=False``)
 calls ``torch.nn.functional.scaled_dot_product_attention``, whose boolean ``attn_mask`` uses the
-same rule as attnkit (True = may attend), and returns ``None`` weights. The fused path needs at
-least one valid key per query row (the data layer guarantees it).
+same rule as attnkit (True = may attend), and returns ``None`` weights. On the CPU, rows of a few
+queries (``FEW_QUERIES``: decoding steps) take the explicit path either way, which is faster there;
+bf16 ones excepted, which attend in fp32 through the fused kernel.
+The fused path needs at least one valid key per query row (the data layer guarantees it).
 """
 
 from __future__ import annotations
@@ -21,6 +23,17 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.attention.masks import masked_softmax
+
+# At most this many queries per row (a decoding step; K beams of a sentence querying its memory
+# together), PyTorch's CPU flash kernel is slower than two batched matmuls (e.g. 1.56 ms against
+# 0.71 ms for 320 rows x 4 heads x 1 query x 20 keys, one thread).
+FEW_QUERIES = 8
+
+
+def _few_queries(t: int) -> bool:
+    """Whether T queries per row take the explicit path on the CPU: one always; up to FEW_QUERIES
+    only without autograd, so that training keeps its kernels (and numbers)."""
+    return t == 1 or (t <= FEW_QUERIES and not torch.is_grad_enabled())
 
 
 def scaled_dot_product_attention(
@@ -52,16 +65,15 @@ def scaled_dot_product_attention(
         context ``(..., T, Ev)`` and weights ``(..., T, S)`` (or ``None``).
     """
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
-    # One query per row (a decoding step): PyTorch's CPU flash kernel is slower there than two
-    # batched matmuls (e.g. 1.56 ms against 0.71 ms for 320 rows x 4 heads x 20 keys, one thread).
-    explicit = need_weights or (q.size(-2) == 1 and q.device.type == "cpu")
-    if not explicit:
-        if q.device.type == "cpu" and q.dtype == torch.bfloat16:
-            # PyTorch's CPU flash-attention backward is ~4x slower in bf16 than in fp32 (measured
-            # with torch 2.13 on Zen 4, benchmarks/train_tps.py), so bf16 runs attend in fp32 there.
-            with torch.autocast("cpu", enabled=False):
-                context = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
-            return context.to(q.dtype), None
+    cpu = q.device.type == "cpu"
+    if not need_weights and cpu and q.dtype == torch.bfloat16 and q.size(-2) > 1:
+        # PyTorch's CPU flash-attention backward is ~4x slower in bf16 than in fp32 (measured
+        # with torch 2.13 on Zen 4, benchmarks/train_tps.py), so bf16 runs attend in fp32 there.
+        # Few queries too: the explicit path's fp32 sums, rounded to bf16, change some outputs.
+        with torch.autocast("cpu", enabled=False):
+            context = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
+        return context.to(q.dtype), None
+    if not (need_weights or (cpu and _few_queries(q.size(-2)))):
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)  # (B, H, T, Ev)
         return context, None
     scores = torch.matmul(q * scale, k.transpose(-2, -1))  # (B, H, T, S)

@@ -33,7 +33,8 @@ import torch
 from torch import Tensor
 
 from attnkit.decode.beam_state import BeamState, expand_to_beams, gather_beams
-from attnkit.decode.hypothesis import Decodable, Hypothesis, log_normalizer, make_hypothesis, max_lengths
+from attnkit.decode.hypothesis import Decodable, Hypothesis, make_hypothesis, max_lengths
+from attnkit.decode.scores import best_tokens, token_log_probs
 
 
 @torch.inference_mode()
@@ -114,7 +115,7 @@ def top_candidates(log_prob: Tensor, logits: Tensor, beam: int) -> tuple[Tensor,
 
     A sentence's 2K best extensions are among the 2K best tokens of each of its beams, and within
     a beam the logits rank tokens as the log-probabilities do, so each row's best logits are picked
-    first and only those are normalised (`log_normalizer`): the (N*K, V) log_softmax and cumulative
+    first (`scores.best_tokens`) and only those get cumulative scores: the (N*K, V) cumulative
     scores are never written.
 
     Args:
@@ -128,13 +129,13 @@ def top_candidates(log_prob: Tensor, logits: Tensor, beam: int) -> tuple[Tensor,
     """
     logits = logits.float()  # (N*K, V) once, as greedy search does
     per_row = min(2 * beam, logits.size(-1))
-    best, best_tokens = logits.topk(per_row, dim=1)  # (N*K, P) each
-    step_log_prob = best - log_normalizer(logits)  # (N*K, P)
+    _, best = best_tokens(logits, per_row)  # (N*K, P)
+    step_log_prob = token_log_probs(logits, best)  # (N*K, P)
     cand = (log_prob.unsqueeze(1) + step_log_prob).view(-1, beam * per_row)  # (N, K*P)
     scores, flat = cand.topk(2 * beam, dim=1)  # (N, 2K)
     offset = torch.arange(cand.size(0), device=cand.device).unsqueeze(1) * beam  # (N, 1)
     rows = offset + torch.div(flat, per_row, rounding_mode="floor")  # (N, 2K)
-    return scores, rows, best_tokens.view(cand.size(0), -1).gather(1, flat)
+    return scores, rows, best.view(cand.size(0), -1).gather(1, flat)
 
 
 def first_non_eos(tokens: Tensor, eos: int, beam: int) -> Tensor:

@@ -16,7 +16,8 @@ import torch
 from torch import Tensor
 
 from attnkit.decode.beam_state import BeamState, gather_beams
-from attnkit.decode.hypothesis import Decodable, Hypothesis, log_normalizer, make_hypothesis, max_lengths
+from attnkit.decode.hypothesis import Decodable, Hypothesis, make_hypothesis, max_lengths
+from attnkit.decode.scores import best_tokens, token_log_probs
 
 
 @torch.inference_mode()
@@ -56,8 +57,8 @@ def greedy(
     for t in itertools.count(1):
         logits, state, attn = model.step(prev, state)  # (N, V), state, (N, S)
         logits = logits.float()  # (N, V) once: CPU argmax is several times slower on bf16
-        token = logits.argmax(dim=-1, keepdim=True)  # (N, 1)
-        token_log_prob = (logits.gather(1, token) - log_normalizer(logits)).squeeze(1)  # (N,)
+        token = best_tokens(logits, 1)[1]  # (N, 1) the argmax
+        token_log_prob = token_log_probs(logits, token).squeeze(1)  # (N,)
         token = token.squeeze(1)  # (N,)
         search = search.extend(token, search.log_prob + token_log_prob, attn if return_attention else None)
         ended = token == eos  # (N,)

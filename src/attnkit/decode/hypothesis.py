@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import torch
 from torch import Tensor
 
 
@@ -39,7 +38,7 @@ class Decodable(Protocol):
         """prev_tokens (B, 1) -> (logits (B, V), state, cross-attention (B, S) or None).
 
         The logits are the next token's unnormalised log-probabilities (log-probabilities
-        themselves are fine too): searches normalise them with `log_normalizer`.
+        themselves are fine too): searches normalise them (`attnkit.decode.scores`).
         """
         ...
 
@@ -127,20 +126,3 @@ def make_hypothesis(
             attention = attention[..., src_keep]  # (T, ..., S_kept)
         attention = attention.cpu()  # (T, ..., S_kept)
     return Hypothesis(tokens=tokens, score=score, log_prob=log_prob, finished=finished, attention=attention)
-
-
-def log_normalizer(logits: Tensor) -> Tensor:
-    """log sum_v exp(logits_v) per row, in float32: `logits - log_normalizer(logits)` is log_softmax.
-
-    Searches pick candidates on the raw logits (the order within a row is the same) and normalise
-    only the few they keep, instead of writing a (rows, V) log_softmax at every step. Both searches
-    go through this, so beam search with beam 1 adds exactly the numbers greedy search adds, and a
-    bf16 model's scores are still accumulated in float32.
-
-    Args:
-        logits: (B, V) a step's scores, any float dtype.
-
-    Returns:
-        (B, 1) float32.
-    """
-    return torch.logsumexp(logits.float(), dim=-1, keepdim=True)  # (B, 1)

@@ -76,6 +76,8 @@ def run_family(run_dir: str | Path) -> Family:
         raise CheckpointError(str(e)) from None
 
 
-def load_run(run_dir: str | Path, which: str = "best", device: str | torch.device = "cpu", dtype: torch.dtype | None = None) -> runs.LoadedRun:
+def load_run(
+    run_dir: str | Path, which: str = "best", device: str | torch.device = "cpu", dtype: torch.dtype | None = None, pack: bool = True
+) -> runs.LoadedRun:
     """Load a run folder of any family (see `attnkit.artifacts.runs.load_run`)."""
-    return runs.load_run(run_dir, run_family(run_dir), which, device, dtype)
+    return runs.load_run(run_dir, run_family(run_dir), which, device, dtype, pack)

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnkit.attention import packed
 from attnkit.attention.cache import KVCache
 from attnkit.attention.masks import causal_mask
 from attnkit.attention.multihead import MultiHeadAttention
@@ -42,6 +43,7 @@ class FeedForward(nn.Module):
     """Position-wise FFN (eq. 2): `max(0, x W1 + b1) W2 + b2` (another `activation` replaces the max).
 
     As in the paper, dropout applies to the sub-layer's output (in `Residual`), not inside the FFN.
+    Packed for CPU inference (`packed.pack_linears`), the ReLU is applied by the first GEMM.
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu") -> None:
@@ -52,7 +54,11 @@ class FeedForward(nn.Module):
         self.act = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(self.act(self.w_1(x)))  # (B, T, D)
+        if self.activation == "relu" and isinstance(self.w_1, packed.PackedLinear):
+            h = packed.linear(x, self.w_1.weight, self.w_1.bias, self.w_1.packed_cache, "weight", relu=True)  # (B, T, F)
+        else:
+            h = self.act(self.w_1(x))  # (B, T, F)
+        return self.w_2(h)  # (B, T, D)
 
 
 class Residual(nn.Module):
@@ -154,9 +160,8 @@ class DecoderLayer(nn.Module):
         if self_kv is None:  # full teacher-forced pass: one fused Q/K/V projection
             kv = None
             a, self_w = self.self_attn(h, h, h, self_keep, need_weights=need_self_weights, head_mask=gates[0])  # (R, T, D)
-        else:
-            kv = self_kv.append(self.self_attn.project_kv(h, h))  # (R, H, T0 + T, E)
-            a, self_w = self.self_attn.attend(h, kv, self_keep, need_weights=need_self_weights, head_mask=gates[0])  # (R, T, D)
+        else:  # a step: one fused Q/K/V projection of the new positions; kv (R, H, T0 + T, E)
+            a, self_w, kv = self.self_attn.attend_incremental(h, self_kv, self_keep, need_weights=need_self_weights, head_mask=gates[0])  # (R, T, D)
         x = self.res_self.outer(x, a)  # (R, T, D)
         a, cross_w = self._cross_attend(self.res_cross.inner(x), cross_kv, cross_keep, need_cross_weights, gates[1])  # (R, T, D)
         x = self.res_cross.outer(x, a)  # (R, T, D)
@@ -190,6 +195,8 @@ class TransformerState:
 
 class Transformer(nn.Module):
     """Encoder-decoder Transformer; `forward` is teacher-forced, `step` decodes one token."""
+
+    packed_cache: packed.PackedCache | None = None  # the tied output projection's, set by `packed.pack_linears`
 
     def __init__(
         self,
@@ -261,7 +268,10 @@ class Transformer(nn.Module):
 
     def logits(self, x: Tensor) -> Tensor:
         """Decoder output (..., D) -> vocabulary logits (..., V) (+ `final_logits_bias` if the model has one)."""
-        logits = self.output(x) if self.output is not None else F.linear(x, self.tgt_embed.weight)  # (..., V)
+        if self.output is not None:
+            logits = self.output(x)  # (..., V)
+        else:
+            logits = packed.linear(x, self.tgt_embed.weight, None, self.packed_cache, "output")  # (..., V)
         if self.final_logits_bias is not None:
             logits = logits + self.final_logits_bias.to(logits.dtype)  # (..., V)
         return logits
@@ -292,7 +302,9 @@ class Transformer(nn.Module):
         return self.encoder_norm(x), maps  # (B, S, D)
 
     def _cross_kv(self, memory: Tensor) -> list[KVCache]:
-        return [layer.cross_attn.project_kv(memory, memory) for layer in self.decoder_layers]
+        """Each decoder layer's cross-attention K/V (B, H, S, E), contiguous: every step reads them."""
+        kvs = (layer.cross_attn.project_kv(memory, memory) for layer in self.decoder_layers)
+        return [KVCache(kv.k.contiguous(), kv.v.contiguous()) for kv in kvs]
 
     def decode(
         self, tgt_in: Tensor, memory: Tensor, src_keep: Tensor, need_weights: bool = False, inputs: Tensor | None = None, head_mask: HeadMask | None = None

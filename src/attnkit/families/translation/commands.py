@@ -106,7 +106,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.quantization and args.format != "ctranslate2":
         raise AttnkitError(f"--quantization {args.quantization}: only for --format ctranslate2 (ONNX and hf exports are float32)")
     require_engine(args.format)  # a missing engine is one line before the run loads
-    loaded = load_run(args.run, args.family, args.checkpoint)
+    loaded = load_run(args.run, args.family, args.checkpoint, pack=False)  # plain modules: the writers read and trace them
     if args.format == "ctranslate2":
         _warn_int8(args.quantization)
         writer = ctranslate2_model.write(loaded.model, loaded.vocabs, loaded.run.decode, args.quantization)
