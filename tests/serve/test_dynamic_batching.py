@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -9,7 +10,9 @@ import httpx
 import pytest
 import torch
 
+from attnkit.families import load_run
 from attnkit.families.translation.explore import explore, explore_decode, record
+from attnkit.serve.app import Batching, Limits, create_app
 from attnkit.serve.batcher import DynamicBatcher
 
 TEXTS = ["t1 t2 t3", "t4", "t5 t6 t7 t8 t9 t0", "t2 t2", "t9 t8 t7 t6", "t3 t1 t4 t1 t5", "t0 t0 t0", "t7 t8"]
@@ -70,3 +73,57 @@ def test_batcher_groups_by_key_caps_batches_and_survives_errors():
         assert (batcher.stats.calls, batcher.stats.texts, batcher.stats.largest) == (4, 6, 3)
     finally:
         batcher.close()
+
+
+def test_two_workers_decode_two_batches_at_once_and_close_stops_both():
+    both = threading.Barrier(2, timeout=5)  # passes only when two calls run at the same time
+    seen = []
+
+    def run(key, texts):
+        seen.append(threading.current_thread().name)
+        both.wait()
+        return [f"{key}:{t}" for t in texts]
+
+    batcher = DynamicBatcher(run, window_s=0.0, max_batch=2, name="two", workers=2)
+    try:
+        first = batcher.submit("a", ["1", "2"])  # a full batch: the first worker takes it and waits at the barrier
+        second = batcher.submit("b", ["3"])  # so the second worker collects and runs this one meanwhile
+        assert second.result(5) == ["b:3"] and first.result(5) == ["a:1", "a:2"]
+        assert sorted(seen) == ["attnkit-batcher-two-0", "attnkit-batcher-two-1"]
+        assert (batcher.stats.calls, batcher.stats.texts, batcher.stats.largest) == (2, 3, 2)
+    finally:
+        batcher.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("attnkit-batcher-two-")]
+
+
+def test_one_worker_runs_one_batch_at_a_time():
+    """The barrier test above can fail: with one worker the second call never meets the first."""
+    both = threading.Barrier(2, timeout=0.5)
+
+    def run(key, texts):
+        both.wait()
+        return texts
+
+    batcher = DynamicBatcher(run, window_s=0.0, max_batch=2, name="one", workers=1)
+    try:
+        with pytest.raises(threading.BrokenBarrierError):
+            batcher.submit("a", ["1", "2"]).result(5)
+    finally:
+        batcher.close()
+
+
+def test_two_batch_workers_answer_each_request_as_alone(tiny_transformer_run):
+    from conftest import LiveServer  # tests/serve/conftest.py
+
+    loaded = load_run(tiny_transformer_run)
+    server = LiveServer(create_app({"pair": loaded}, Limits(max_texts=16, max_chars=200), Batching(window_ms=50, max_batch=2, workers=2)))
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http, ThreadPoolExecutor(len(TEXTS)) as pool:
+            answers = list(pool.map(lambda text: http.post("/v1/translate", json={"texts": [text], "beam": 2}).json()["results"][0], TEXTS))
+            info = http.get("/v1/models").json()[0]["batching"]
+    finally:
+        server.stop()
+    alone = [record(e) for text in TEXTS for e in explore(loaded, [text], explore_decode(loaded.run.decode, beam=2), maps=False)]
+    assert [a["text"] for a in answers] == [a["text"] for a in alone] and [a["source"] for a in answers] == TEXTS
+    assert info["workers"] == 2 and info["texts"] == len(TEXTS) and info["largest"] <= 2
+    assert not [t for t in threading.enumerate() if t.name.startswith("attnkit-batcher-pair-")]  # the app's shutdown closed both

@@ -31,13 +31,15 @@ from attnkit.precision import quantize_int8
 
 @dataclass
 class LoadedRun:
-    """A run ready for inference: its config, model (eval mode), vocabularies and family."""
+    """A run ready for inference: its config, model (eval mode), vocabularies and family, and the engine
+    that decodes it (`--engine`; None: attnkit's own search of `model`)."""
 
     run: Any  # the family's RunBase subclass
     model: nn.Module
     vocabs: Any
     checkpoint: Path
     family: Any  # attnkit.families.protocol.Family
+    engine: Any = None  # set by the family's `Engine.attach` (attnkit.families.protocol)
 
     @property
     def folder(self) -> Path:

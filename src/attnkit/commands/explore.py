@@ -11,9 +11,10 @@ from attnkit.errors import AttnkitError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from attnkit.artifacts.runs import load_run
-    from attnkit.families import run_family
+    from attnkit.families import FAMILIES, run_family
+    from attnkit.families.protocol import check_engine, load_engine_run
 
+    check_engine(args.engine, FAMILIES.values(), "attnkit evaluate")
     family = run_family(args.run)
 
     def load():  # once the family has checked its own options: refuse the other families' ones
@@ -22,7 +23,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             for dest in sorted(set(dests) - own):
                 if getattr(args, dest) is not None:
                     raise AttnkitError(f"{args.run}: --{dest.replace('_', '-')} is not an option for a {family.name} run")
-        return load_run(args.run, family, args.checkpoint, dtype=DTYPES[args.dtype])
+        return load_engine_run(args.run, family, args.checkpoint, args.dtype, args.engine)
 
     print(json.dumps(family.evaluate(args, load), indent=1))
     return 0
@@ -147,12 +148,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from attnkit import extras
+    from attnkit.families import FAMILIES
+    from attnkit.families.protocol import check_engine
 
     extras.require("attnkit serve", "fastapi", "uvicorn")  # before the app (it imports fastapi) and the models load
+    check_engine(args.engine, FAMILIES.values(), "attnkit serve")
     from attnkit.serve.app import Batching, Limits, serve
 
     serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars, args.max_cells),
-          batching=Batching(args.batch_window_ms, args.max_batch), checkpoint=args.checkpoint, dtype=DTYPES[args.dtype], hf=args.hf or ())  # fmt: skip
+          batching=Batching(args.batch_window_ms, args.max_batch, args.batch_workers), checkpoint=args.checkpoint, dtype=args.dtype,
+          hf=args.hf or (), engine=args.engine)  # fmt: skip
     return 0
 
 
@@ -166,7 +171,15 @@ def add_evaluate(sub: argparse._SubParsersAction, families: dict) -> None:
     add_checkpoint(p)
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     add_dtype(p)
+    _add_engine(p, families)
     p.set_defaults(func=cmd_evaluate, evaluate_options={name: f.add_evaluate_arguments(p) for name, f in families.items()})
+
+
+def _add_engine(p: argparse.ArgumentParser, families: dict) -> None:
+    from attnkit.families.protocol import ATTNKIT, engine_names
+
+    p.add_argument("--engine", choices=engine_names(families.values()), default=ATTNKIT,
+                   help="what decodes: attnkit's own search (default) or an engine the run's family offers, exported once beside the run")  # fmt: skip
 
 
 def _add_source_arguments(p: argparse.ArgumentParser) -> None:
@@ -228,6 +241,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights of one /attention page (default {MAX_CELLS:,})")
     p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
     p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
+    p.add_argument("--batch-workers", type=positive_int, default=1,
+                   help="batches decoded at once per model, one thread each with threads/N intra-op threads (default 1)")  # fmt: skip
     add_checkpoint(p)
     add_dtype(p)
+    from attnkit.families import FAMILIES
+
+    _add_engine(p, FAMILIES)
     p.set_defaults(func=cmd_serve)

@@ -11,7 +11,7 @@ and never ask which family it is. docs/architecture.md walks through adding one.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -21,7 +21,13 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
+from attnkit import extras
+from attnkit.artifacts.runs import LoadedRun, load_run
+from attnkit.config.args import DTYPES
 from attnkit.config.schema import Decode, RunBase
+from attnkit.errors import AttnkitError
+
+ATTNKIT = "attnkit"  # `--engine attnkit`: attnkit's own searches (the default)
 
 
 class Task(Protocol):
@@ -116,6 +122,15 @@ class ExploreOptions:
 
 
 @dataclass(frozen=True)
+class Engine:
+    """A decoding engine a family's runs can use instead of attnkit's own search (`--engine NAME`)."""
+
+    modules: tuple[str, ...]  # the optional packages it needs (import names), checked before any work
+    # (a run loaded in float32, --dtype fp32|bf16|int8) -> the run with `LoadedRun.engine` set, decoding in that precision
+    attach: Callable[[LoadedRun, str], LoadedRun]
+
+
+@dataclass(frozen=True)
 class Family:
     """Everything the core needs from one model family (see the module docstring).
 
@@ -144,12 +159,40 @@ class Family:
     # (loaded, line, output) -> (f: input embeddings (N, T, D) -> scores (N,), the line's embeddings (T, D), what f
     # scores), for `attnkit attention RUN TEXT --attribute`; None: the family's runs are not attributed
     attribution: Callable[[Any, str, int | None], tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor, str]] | None = None
+    engines: Mapping[str, Engine] = field(default_factory=dict)  # `--engine NAME` besides attnkit's own search
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)
 
     def add_evaluate_arguments(self, parser: argparse.ArgumentParser) -> list[str]:
         return self.evaluate_options(parser)
+
+
+def engine_names(families: Iterable[Family]) -> list[str]:
+    """The choices of `--engine`: attnkit, then every engine a family offers."""
+    return [ATTNKIT, *sorted({name for family in families for name in family.engines})]
+
+
+def check_engine(engine: str, families: Iterable[Family], what: str) -> None:
+    """Check that `engine`'s optional packages are installed (`MissingExtra`, one line), before any work."""
+    for family in families:
+        if engine in family.engines:
+            extras.require(f"{what} --engine {engine}", *family.engines[engine].modules)
+            return
+
+
+def load_engine_run(run_dir: str | Path, family: Family, which: str, dtype: str, engine: str = ATTNKIT) -> LoadedRun:
+    """`load_run` in `dtype` (fp32, bf16, int8), or, with another engine than attnkit's, the model in float32 (what
+    the engine is made from and what attention maps come from) with the engine attached, decoding in `dtype`.
+
+    Raises:
+        AttnkitError: `family` offers no such engine (before anything is loaded).
+    """
+    if engine == ATTNKIT:
+        return load_run(run_dir, family, which, dtype=DTYPES[dtype])
+    if engine not in family.engines:
+        raise AttnkitError(f"{run_dir}: a {family.name} run decodes with attnkit only, not --engine {engine}")
+    return family.engines[engine].attach(load_run(run_dir, family, which), dtype)
 
 
 def add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> None:

@@ -4,7 +4,8 @@ Routes: each family's pages (one template around the family's view, `serve/pages
 endpoints (`attnkit.families.protocol.Api`), the `/attention` page over every run and Hugging Face
 model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), `/static/*` (plain-JS and CSS
 assets), `GET /v1/models`, `GET /healthz`, `/openapi.json`.
-Every model runs on its own `DynamicBatcher` thread. Bad requests answer one clear `detail` line:
+Every model runs on its own `DynamicBatcher` threads (`Batching.workers`, `--batch-workers`), and
+decodes with attnkit's search or the engine `--engine` names (`Family.engines`). Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
 `serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a
 model error (the server keeps serving).
@@ -21,14 +22,15 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import torch
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
-from attnkit.families import FAMILIES, load_run
-from attnkit.families.protocol import Endpoint
+from attnkit.families import FAMILIES, run_family
+from attnkit.families.protocol import ATTNKIT, Endpoint, load_engine_run
 from attnkit.serve import schemas
 from attnkit.serve.batcher import DynamicBatcher
 from attnkit.serve.body_limit import BodyLimit
@@ -60,8 +62,11 @@ class Limits:
 
 @dataclass(frozen=True)
 class Batching:
-    window_ms: float = 5.0
-    max_batch: int = 32
+    """The batch policy of every served model (docs/explorer.md, dynamic batching)."""
+
+    window_ms: float = 5.0  # how long a batch waits for more requests after its first
+    max_batch: int = 32  # texts per model call (1: no batching)
+    workers: int = 1  # batches decoded at once, each by its own thread (`DynamicBatcher`)
 
 
 class ServedModel:
@@ -70,7 +75,7 @@ class ServedModel:
     def __init__(self, name: str, loaded: LoadedRun, batching: Batching) -> None:
         self.name, self.loaded, self.batching = name, loaded, batching
         self.family = loaded.family
-        self.batcher = DynamicBatcher(self._run, batching.window_ms / 1000, batching.max_batch, name)
+        self.batcher = DynamicBatcher(self._run, batching.window_ms / 1000, batching.max_batch, name, batching.workers)
 
     def _run(self, key: Hashable, texts: list[str]) -> list[dict]:
         endpoint, inner = key
@@ -81,7 +86,7 @@ class ServedModel:
         return schemas.ModelInfo(
             name=self.name, task=self.family.name, kind=self.loaded.run.model.kind, run=str(self.loaded.folder),
             checkpoint=self.loaded.checkpoint.name, **self.family.info(self.loaded),
-            batching=schemas.BatchingInfo(window_ms=self.batching.window_ms, max_batch=self.batching.max_batch,
+            batching=schemas.BatchingInfo(window_ms=self.batching.window_ms, max_batch=self.batching.max_batch, workers=self.batching.workers,
                                           calls=stats.calls, texts=stats.texts, largest=stats.largest),
         )  # fmt: skip
 
@@ -213,14 +218,14 @@ def _add_endpoint(app: FastAPI, served: dict[str, ServedModel], endpoint: Endpoi
     app.post(endpoint.path, response_model=endpoint.response, responses=ERRORS, name=endpoint.path.rsplit("/", 1)[-1])(handle)
 
 
-def load_models(runs: Sequence[str], checkpoint: str = "best", dtype=None) -> dict[str, LoadedRun]:
-    """Load each run under its folder name (two runs with one name are an error)."""
+def load_models(runs: Sequence[str], checkpoint: str = "best", dtype: str = "fp32", engine: str = ATTNKIT) -> dict[str, LoadedRun]:
+    """Load each run under its folder name (two runs with one name are an error), decoding with `engine` in `dtype`."""
     models: dict[str, LoadedRun] = {}
     for run in runs:
         name = Path(run).resolve().name
         if name in models:
             raise AttnkitError(f"{run}: two runs named {name!r}; serve copies under different folder names")
-        models[name] = load_run(run, checkpoint, dtype=dtype)
+        models[name] = load_engine_run(run, run_family(run), checkpoint, dtype, engine)
     return models
 
 
@@ -237,9 +242,10 @@ def load_hf(sources: Sequence[str], taken: Sequence[str] = ()) -> dict:
     return models
 
 
-def serve(runs: Sequence[str], host: str = "127.0.0.1", port: int = 8000, limits: Limits = Limits(),
-          batching: Batching = Batching(), checkpoint: str = "best", dtype=None, hf: Sequence[str] = ()) -> None:  # fmt: skip
-    """Load `runs` (and the Hugging Face models `hf`) and serve them until interrupted."""
+def serve(runs: Sequence[str], host: str = "127.0.0.1", port: int = 8000, limits: Limits = Limits(), batching: Batching = Batching(),
+          checkpoint: str = "best", dtype: str = "fp32", hf: Sequence[str] = (), engine: str = ATTNKIT) -> None:  # fmt: skip
+    """Load `runs` (and the Hugging Face models `hf`) and serve them until interrupted. With `batching.workers` N,
+    each of the N decoding threads gets max(1, threads // N) intra-op threads."""
     import uvicorn
 
     with socket.socket() as probe:  # a busy port is one clear line, before the models load
@@ -249,7 +255,8 @@ def serve(runs: Sequence[str], host: str = "127.0.0.1", port: int = 8000, limits
             raise AttnkitError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     if not runs and not hf:
         raise AttnkitError("serve: give run folders, --hf models, or both")
-    models = load_models(runs, checkpoint, dtype)
+    torch.set_num_threads(max(1, torch.get_num_threads() // batching.workers))  # before the models (an engine reads it)
+    models = load_models(runs, checkpoint, dtype, engine)
     app = create_app(models, limits, batching, load_hf(hf, list(models)))
     log.info("serving %s on http://%s:%d/", ", ".join([*models, *hf]), host, port)
     uvicorn.run(app, host=host, port=port, log_level="warning")

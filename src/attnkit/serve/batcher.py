@@ -1,10 +1,13 @@
 """Dynamic batching: requests from concurrent clients share one model call.
 
-One worker thread owns the model. It takes the oldest waiting job, then keeps collecting jobs for up
-to `window_s` (or until `max_batch` texts are waiting), groups them by their settings (jobs with
-equal keys can share a call) and runs each group as one batch. `max_batch=1` turns batching off:
-every job runs alone. When a shared call raises, each of its jobs is retried alone, so an exception
-fails only the request that caused it; the worker goes on.
+`workers` threads (default 1) decode a model's batches. One of them at a time collects a batch (the
+collect lock): it takes the oldest waiting job, then keeps collecting jobs for up to `window_s` (or
+until `max_batch` texts are waiting), then decodes it while the next free worker collects the next
+batch, so with N workers up to N batches decode at once. A batch's jobs are grouped by their
+settings (jobs with equal keys can share a call) and each group runs as one call. `max_batch=1`
+turns batching off: every job runs alone. When a shared call raises, each of its jobs is retried
+alone, so an exception fails only the request that caused it; the worker goes on. `close` stops
+every worker once the jobs queued before it are answered.
 """
 
 from __future__ import annotations
@@ -39,15 +42,18 @@ class BatchStats:
 
 
 class DynamicBatcher:
-    """Runs `run_batch(key, texts)` on one worker thread, batching jobs across callers."""
+    """Runs `run_batch(key, texts)` on `workers` threads, batching jobs across callers."""
 
-    def __init__(self, run_batch: RunBatch, window_s: float, max_batch: int, name: str = "model") -> None:
+    def __init__(self, run_batch: RunBatch, window_s: float, max_batch: int, name: str = "model", workers: int = 1) -> None:
         self.run_batch, self.window_s, self.max_batch = run_batch, window_s, max(1, max_batch)
         self.stats = BatchStats()
         self._queue: queue.Queue[Job | None] = queue.Queue()
         self._carry: deque[Job] = deque()  # a job that did not fit the previous batch goes first next time
-        self._thread = threading.Thread(target=self._work, name=f"attnkit-batcher-{name}", daemon=True)
-        self._thread.start()
+        self._collecting = threading.Lock()  # one worker collects a batch at a time (it owns `_carry`)
+        self._counting = threading.Lock()  # guards `stats`
+        self._threads = [threading.Thread(target=self._work, name=f"attnkit-batcher-{name}-{i}", daemon=True) for i in range(max(1, workers))]
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, key: Hashable, texts: list[str]) -> Future:
         """Queue `texts`; the future resolves to their outputs (in order) or the model's exception."""
@@ -56,8 +62,11 @@ class DynamicBatcher:
         return job.future
 
     def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout=10)
+        """Stop the workers (each takes one stop mark, after the jobs queued before it)."""
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join(timeout=10)
 
     def _next(self, timeout: float | None) -> Job | None:
         if self._carry:
@@ -77,7 +86,7 @@ class DynamicBatcher:
             except queue.Empty:
                 break
             if job is None:
-                self._queue.put(None)  # stop after this batch
+                self._queue.put(None)  # a worker stops after this batch
                 break
             if size + len(job.texts) > self.max_batch:
                 self._carry.append(job)
@@ -87,7 +96,11 @@ class DynamicBatcher:
         return jobs
 
     def _work(self) -> None:
-        while (jobs := self._collect()) is not None:
+        while True:
+            with self._collecting:
+                jobs = self._collect()
+            if jobs is None:
+                return
             groups: dict[Hashable, list[Job]] = {}
             for job in jobs:
                 groups.setdefault(job.key, []).append(job)
@@ -106,7 +119,8 @@ class DynamicBatcher:
             log.warning("model call failed: %s: %s", type(e).__name__, e)
             jobs[0].future.set_exception(e)
             return
-        self.stats = BatchStats(self.stats.calls + 1, self.stats.texts + len(texts), max(self.stats.largest, len(texts)))
+        with self._counting:
+            self.stats = BatchStats(self.stats.calls + 1, self.stats.texts + len(texts), max(self.stats.largest, len(texts)))
         start = 0
         for job in jobs:
             job.future.set_result(outputs[start : start + len(job.texts)])

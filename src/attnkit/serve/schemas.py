@@ -9,6 +9,7 @@ from pydantic import BaseModel
 class BatchingInfo(BaseModel):
     window_ms: float
     max_batch: int
+    workers: int
     calls: int
     texts: int
     largest: int
@@ -22,6 +23,7 @@ class ModelInfo(BaseModel):
     checkpoint: str
     beam: int | None = None
     alpha: float | None = None
+    engine: str | None = None  # what decodes (attnkit, ctranslate2), for the runs whose family has engines
     batching: BatchingInfo
 
 

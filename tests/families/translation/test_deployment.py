@@ -10,12 +10,9 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from attnkit.artifacts.checkpoint import save_checkpoint
 from attnkit.artifacts.runs import load_run
 from attnkit.cli import main
-from attnkit.data.batching import collate
 from attnkit.families import FAMILIES
 from attnkit.families.translation.export import ctranslate2_model, onnx_runner
 from attnkit.families.translation.export.bundle import read_bundle
@@ -24,43 +21,9 @@ from attnkit.families.translation.translate import translate
 FAMILY = FAMILIES["translation"]
 
 
-def _reversals(rng: random.Random, n: int) -> list[tuple[list[int], list[int]]]:
-    """Sequences of 2-6 of the toy ids 4..13 (t0..t9) and their reversals."""
-    pairs = []
-    for _ in range(n):
-        ids = [rng.randrange(4, 14) for _ in range(rng.randint(2, 6))]
-        pairs.append((ids, ids[::-1]))
-    return pairs
-
-
-def _train(folder: Path, steps: int = 150) -> None:
-    """Teach the tiny run's model to reverse (a few seconds), so that its searches end with EOS as a trained model's do."""
-    loaded = load_run(folder, FAMILY)
-    model = loaded.model.train()
-    examples = _reversals(random.Random(0), 2000)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        for step in range(steps):
-            batch = collate(examples, range(step * 13 % 1900, step * 13 % 1900 + 64))
-            logits = model(batch.src, batch.src_keep, batch.tgt_in)  # (B, T, V)
-            loss = F.cross_entropy(logits[batch.tgt_keep], batch.tgt_out[batch.tgt_keep])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    save_checkpoint(folder, 1, model.eval(), state={"step": 1})
-
-
 @pytest.fixture(scope="module", params=["post", "pre"])
-def trained(request, tmp_path_factory, tiny_transformer_maker) -> Path:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        folder = tiny_transformer_maker(tmp_path_factory.mktemp("deploy") / request.param, norm=request.param)
-        _train(folder)
-    finally:
-        torch.set_num_threads(threads)
-    return folder
+def trained(request, tmp_path_factory, tiny_transformer_maker, train_to_reverse) -> Path:
+    return train_to_reverse(tiny_transformer_maker(tmp_path_factory.mktemp("deploy") / request.param, norm=request.param))
 
 
 def _lines() -> list[str]:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_deployment import _train  # the same tiny reversal training (tests/families/translation/)
 
 from attnkit.artifacts.runs import load_run
 from attnkit.cli import main
@@ -135,16 +134,9 @@ def test_import_greedy_matches_generate_and_ctranslate2(marian: Path, imported: 
 
 
 @pytest.fixture(scope="module")
-def trained_post(tmp_path_factory, tiny_transformer_maker) -> Path:
+def trained_post(tmp_path_factory, tiny_transformer_maker, train_to_reverse) -> Path:
     """The tiny post-norm run of test_deployment (with swish), taught to reverse (word tokenizer)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        folder = tiny_transformer_maker(tmp_path_factory.mktemp("hf-export") / "post", activation="swish")
-        _train(folder)
-    finally:
-        torch.set_num_threads(threads)
-    return folder
+    return train_to_reverse(tiny_transformer_maker(tmp_path_factory.mktemp("hf-export") / "post", activation="swish"))
 
 
 def test_export_logits_and_greedy_match(trained_post: Path, tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 Everything translation-specific is in this package: the config sections (`config`), the codec
 (`codec`), data preparation (`corpus`, `prepare`), the model builder (`model`), the training task
-(`task`), decoding text (`translate`), attention maps (`explore`), the score attributions explain (`attribute`), scoring (`evaluate`), the CLI
+(`task`), decoding text (`translate`; with CTranslate2: `engine`), attention maps (`explore`, `teacher_forced`), the score attributions explain (`attribute`), scoring (`evaluate`), the CLI
 verbs (`commands`, `data_commands`: `attnkit data check|fetch`), the API (`api`) and the demo (`demo`). `FAMILY` is what `attnkit.families`
 lists.
 """
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.protocol import ExploreOptions, Family
-from attnkit.families.translation import attribute, codec, commands, data_commands, demo
+from attnkit.families.protocol import Engine, ExploreOptions, Family
+from attnkit.families.translation import attribute, codec, commands, data_commands, demo, engine
 from attnkit.families.translation.api import API
 from attnkit.families.translation.config import TranslationRun
 from attnkit.families.translation.explore import explore, record
@@ -39,7 +39,7 @@ def _views(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> 
 
 
 def _info(loaded: LoadedRun) -> dict:
-    return {"beam": loaded.run.decode.beam, "alpha": loaded.run.decode.alpha}
+    return {"beam": loaded.run.decode.beam, "alpha": loaded.run.decode.alpha, "engine": "attnkit" if loaded.engine is None else loaded.engine.name}
 
 
 FAMILY = Family(
@@ -47,7 +47,7 @@ FAMILY = Family(
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     records=_records, views=_views, info=_info, init_task=_init_task, data_commands=data_commands.add_data_commands,
-    attribution=attribute.score_function,
+    attribution=attribute.score_function, engines={"ctranslate2": Engine(("ctranslate2",), engine.attach)},
 )  # fmt: skip
 
 __all__ = ["FAMILY", "demo"]

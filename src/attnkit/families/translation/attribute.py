@@ -71,7 +71,7 @@ def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Ca
     if not 0 <= t < len(best.tgt_pieces):
         raise AttnkitError(f"{loaded.folder}: --output {t}: the output has {len(best.tgt_pieces)} positions ({' '.join(best.tgt_pieces)})")
     # The emitted ids (EOS last when the hypothesis finished); as in the explorer's maps
-    # (`explore.attention_views`) the decoder reads BOS and all of them but the last.
+    # (`teacher_forced`) the decoder reads BOS and all of them but the last.
     ids = vocabs.tgt_vocab.encode(best.tgt_pieces[:-1] if best.finished else best.tgt_pieces) + [EOS] * best.finished  # (T,)
     batch = collate([(vocabs.src_vocab.encode(best.src_pieces[:-1]), ids[:-1])], [0]).to(next(model.parameters()).device)
     f = token_score(model, batch.src, batch.src_keep, batch.tgt_in, t, ids[t])

@@ -9,16 +9,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attnkit.artifacts.runs import LoadedRun, load_run
-from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, non_negative_float, positive_int, read_input
+from attnkit.config.args import add_checkpoint, add_dtype, non_negative_float, positive_int, read_input
 from attnkit.errors import AttnkitError
-from attnkit.families.protocol import add_once
+from attnkit.families.protocol import ATTNKIT, add_once, check_engine, engine_names, load_engine_run
 from attnkit.families.translation.evaluate import evaluate_run
 from attnkit.families.translation.export import ctranslate2_model, onnx_graphs
 from attnkit.families.translation.export.bundle import require_engine, write_bundle
 from attnkit.families.translation.head_mask import masked
 from attnkit.families.translation.hf import export as hf_export
 from attnkit.families.translation.hf.importer import import_marian
-from attnkit.families.translation.translate import translate
+from attnkit.families.translation.translate import translate_run
 from attnkit.io import atomic_write_text
 from attnkit.progress import counter
 from attnkit.viz.export import attention_record, write_attention_jsonl
@@ -45,6 +45,8 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     add_dtype(p)
     p.add_argument("--workers", type=positive_int, help="CPU: batches decoded at once, one thread each (default: the number of threads)")
+    p.add_argument("--engine", choices=engine_names([family]), default=ATTNKIT,
+                   help="what searches: attnkit (default), or ctranslate2 (the run exported once to RUN/engines/; attention from attnkit's model)")  # fmt: skip
     p.set_defaults(func=cmd_translate, family=family)
     p = sub.add_parser("export", help="export a trained run to CTranslate2, ONNX or Hugging Face (Marian)",
                        description="Write a run's model for another engine (docs/deployment.md).")  # fmt: skip
@@ -66,13 +68,17 @@ def cmd_translate(args: argparse.Namespace) -> int:
     for path in (args.output, args.attention):  # fail before decoding, not after
         if path and Path(path).is_dir():
             raise AttnkitError(f"{path}: is a directory, expected a file path")
-    loaded = load_run(args.run, args.family, args.checkpoint, dtype=DTYPES[args.dtype])
+    if args.engine != ATTNKIT:
+        check_engine(args.engine, [args.family], "attnkit translate")
+        for option in ("mask_heads", "workers"):
+            if getattr(args, option) is not None:
+                raise AttnkitError(f"--{option.replace('_', '-')}: for attnkit's own search, not --engine {args.engine}")
+    loaded = load_engine_run(args.run, args.family, args.checkpoint, args.dtype, args.engine)
     decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha, nbest=args.nbest, batch_size=args.batch_size, workers=args.workers)
-    model = masked(loaded.model, args.mask_heads)
     lines = read_input(args.input)
     with counter(len(lines), "translating", unit="sent") as bar:
-        results = translate(model, loaded.vocabs, lines, decode, return_attention=args.attention is not None,
-                            progress=bar.update, source=args.input or "<stdin>")  # fmt: skip
+        results = translate_run(loaded, lines, decode, model=masked(loaded.model, args.mask_heads), return_attention=args.attention is not None,
+                                progress=bar.update, source=args.input or "<stdin>")  # fmt: skip
     if args.nbest > 1:
         out = [f"{i}\t{h.score:.4f}\t{h.text}" for i, nbest in enumerate(results) for h in nbest]
     else:
@@ -91,24 +97,13 @@ def cmd_translate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warn_int8(quantization: str | None) -> None:
-    """Say so where CTranslate2's int8 loses accuracy on this CPU (docs/deployment.md, int8)."""
-    backend, accurate, why = ctranslate2_model.int8_gemm()
-    if quantization in ("int8", "int8_float32") and not accurate:
-        logging.getLogger("attnkit").warning(
-            "--quantization %s: on this CPU CTranslate2 multiplies int8 with %s (%s): measured %s (docs/deployment.md, int8); "
-            "unset CT2_USE_MKL to let attnkit use MKL",
-            quantization, backend, why, ctranslate2_model.INT8_ONEDNN_MEASURED,
-        )  # fmt: skip
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     if args.quantization and args.format != "ctranslate2":
         raise AttnkitError(f"--quantization {args.quantization}: only for --format ctranslate2 (ONNX and hf exports are float32)")
     require_engine(args.format)  # a missing engine is one line before the run loads
     loaded = load_run(args.run, args.family, args.checkpoint, pack=False)  # plain modules: the writers read and trace them
     if args.format == "ctranslate2":
-        _warn_int8(args.quantization)
+        ctranslate2_model.warn_int8(args.quantization)
         writer = ctranslate2_model.write(loaded.model, loaded.vocabs, loaded.run.decode, args.quantization)
     elif args.format == "hf":
         writer = hf_export.write(loaded)

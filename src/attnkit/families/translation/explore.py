@@ -1,9 +1,9 @@
 """Every attention map of a translation, ready to plot, embed in a report or serve as JSON.
 
-`explore` decodes sentences (n-best), then re-runs the best hypothesis teacher-forced through
-`model.attentions` to collect all maps in the common format: encoder self-attention (source x
-source), decoder self-attention (output x decoder input) and encoder-decoder attention (output x
-source), per layer and head. `merge_words` turns subword maps into word maps (`viz.words.merge_matrix`:
+`explore` decodes sentences (n-best; with the run's engine, `--engine`, if it has one), then re-runs
+the best hypothesis teacher-forced through `model.attentions` (`teacher_forced`) to collect all maps
+in the common format: encoder self-attention (source x source), decoder self-attention (output x
+decoder input) and encoder-decoder attention (output x source), per layer and head. `merge_words` turns subword maps into word maps (`viz.words.merge_matrix`:
 the weights of a word's pieces are summed over keys, so rows still sum to 1, and averaged over queries).
 
 A translation record (`record`) extends the attention JSONL format of `viz.export` (`id`, `src`, `tgt`,
@@ -21,10 +21,10 @@ from torch import Tensor
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
-from attnkit.data.batching import collate
 from attnkit.data.vocab import SPECIALS
 from attnkit.families.translation.codec import Vocabs
-from attnkit.families.translation.translate import Translation, translate
+from attnkit.families.translation.teacher_forced import Maps, step_attention, teacher_forced
+from attnkit.families.translation.translate import Translation, translate_run
 from attnkit.viz.export import attention_record
 from attnkit.viz.plot import AttentionView
 from attnkit.viz.words import merge_matrix
@@ -51,31 +51,34 @@ def explore_decode(decode: Decode, beam: int | None = None, alpha: float | None 
 
 
 def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, words: bool = False) -> list[Explored]:
-    """Translate `lines` and, with `maps`, collect every attention map of each best hypothesis."""
-    results = translate(loaded.model, loaded.vocabs, lines, decode, return_attention=maps)
-    views = attention_views(loaded.model, loaded.vocabs, [r[0] for r in results]) if maps else [[] for _ in results]
+    """Translate `lines` (with the run's engine, if it has one) and, with `maps`, collect every attention map of
+    each best hypothesis in one teacher-forced pass; an engine's best hypotheses take their search attention from it."""
+    engine = loaded.engine is not None
+    results = translate_run(loaded, lines, decode, return_attention=maps and not engine)
+    if not maps:
+        views: list[list[AttentionView]] = [[] for _ in results]
+    else:
+        forced = forced_maps(loaded.model, loaded.vocabs, [r[0] for r in results], decode.batch_size)
+        views = [attention_views(r[0], f) for r, f in zip(results, forced)]
+        if engine:
+            results = [[replace(r[0], attention=step_attention(f)), *r[1:]] for r, f in zip(results, forced)]
     explored = [Explored(i, line, nbest, v) for i, (line, nbest, v) in enumerate(zip(lines, results, views))]
     return [merge_words(e) for e in explored] if words and loaded.vocabs.src_tokenizer.kind != "word" else explored
 
 
-@torch.inference_mode()
-def attention_views(model: torch.nn.Module, vocabs: Vocabs, best: list[Translation]) -> list[list[AttentionView]]:
-    """The teacher-forced attention maps of each hypothesis, cut to its own lengths."""
-    if not best:
-        return []
-    # Decoder input = BOS + outputs but the last, so row t is the step that emitted output t.
-    examples = [(vocabs.src_vocab.encode(t.src_pieces[:-1]), vocabs.tgt_vocab.encode(t.tgt_pieces[:-1])) for t in best]
-    device = next(model.parameters()).device
-    batch = collate(examples, range(len(examples))).to(device)
-    maps = model.attentions(batch.src, batch.src_keep, batch.tgt_in)  # lists of (B, H, Tq, Tk)
-    out = []
-    for b, t in enumerate(best):
-        labels = {"encoder": (t.src_pieces, t.src_pieces), "decoder_self": (t.tgt_pieces, ["<s>"] + t.tgt_pieces[:-1]),
-                  "cross": (t.tgt_pieces, t.src_pieces)}  # fmt: skip
-        out.append([AttentionView(kind, rows, cols, [w[b, :, : len(rows), : len(cols)].float().cpu() for w in getattr(maps, kind)],  # (H, Tq, Tk)
-                                  TITLES[kind], AXES[kind])
-                    for kind, (rows, cols) in labels.items() if getattr(maps, kind)])  # fmt: skip
-    return out
+def forced_maps(model: torch.nn.Module, vocabs: Vocabs, best: list[Translation], batch_size: int = 64) -> list[Maps]:
+    """Every attention map of each hypothesis, from one teacher-forced pass (`teacher_forced`)."""
+    outputs = [
+        (vocabs.src_vocab.encode(t.src_pieces[:-1]), vocabs.tgt_vocab.encode(t.tgt_pieces[:-1] if t.finished else t.tgt_pieces), t.finished) for t in best
+    ]  # fmt: skip  (pieces without the EOS)
+    return teacher_forced(model, outputs, batch_size)
+
+
+def attention_views(best: Translation, maps: Maps) -> list[AttentionView]:
+    """A hypothesis' attention maps (`forced_maps`) as views, with their row and column labels."""
+    labels = {"encoder": (best.src_pieces, best.src_pieces), "decoder_self": (best.tgt_pieces, ["<s>"] + best.tgt_pieces[:-1]),
+              "cross": (best.tgt_pieces, best.src_pieces)}  # fmt: skip
+    return [AttentionView(kind, rows, cols, maps[kind], TITLES[kind], AXES[kind]) for kind, (rows, cols) in labels.items() if kind in maps]
 
 
 def word_groups(pieces: list[str]) -> list[list[int]]:

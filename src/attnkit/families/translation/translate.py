@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
+from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
 from attnkit.data.vocab import BOS, EOS
@@ -71,7 +73,15 @@ def translate(
     """
     src_pieces, src_ids = encode_sources(vocabs, lines, decode.max_src_len, source)
     hyps = search_ids(model, src_ids, decode, device=device, return_attention=return_attention, progress=progress)
-    return [[_to_translation(h, pieces, vocabs) for h in nbest] for nbest, pieces in zip(hyps, src_pieces)]
+    return [[to_translation(h, pieces, vocabs) for h in nbest] for nbest, pieces in zip(hyps, src_pieces)]
+
+
+def translate_run(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, model: nn.Module | None = None, **options: Any) -> list[list[Translation]]:
+    """`translate` with the run's engine (`LoadedRun.engine`, `--engine`), else with attnkit's search of `model`
+    (default: the run's); `options` are `translate`'s."""
+    if loaded.engine is not None:
+        return loaded.engine.translate(loaded.model, loaded.vocabs, lines, decode, **options)
+    return translate(loaded.model if model is None else model, loaded.vocabs, lines, decode, **options)
 
 
 @torch.inference_mode()
@@ -129,7 +139,8 @@ def _intra_op_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _to_translation(hyp: Hypothesis, src_pieces: list[str], vocabs: Vocabs) -> Translation:
+def to_translation(hyp: Hypothesis, src_pieces: list[str], vocabs: Vocabs) -> Translation:
+    """A hypothesis of a source of `src_pieces` (no EOS) as text and pieces."""
     tgt_pieces = vocabs.tgt_vocab.decode(hyp.tokens)
     return Translation(
         text=vocabs.tgt_tokenizer.detokenize(tgt_pieces),

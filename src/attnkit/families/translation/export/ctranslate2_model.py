@@ -17,12 +17,12 @@ quantises and saves it. What maps to what:
 | `activation: relu / swish / gelu` | `activation=RELU / SWISH / GELU` |
 | `output_bias` (imported Marian models) | `decoder.projection.bias` |
 
-Decoding (`translate`): the step limit floor(max_len_a * (source + 1) + max_len_b) is per
+Decoding (`search`, `translate`): the step limit floor(max_len_a * (source + 1) + max_len_b) is per
 sentence in attnkit and per call in CTranslate2, so sentences are batched by length as attnkit
 batches them and each batch gets its longest sentence's limit. CTranslate2 has no GNMT length
 penalty (it divides by length ** length_penalty). Its beam search keeps candidates as attnkit's
 does (top 2K by log-probability, done after K finished hypotheses) and returns K finished
-hypotheses with `num_hypotheses=K` and `return_end_token`; `translate` recovers each one's
+hypotheses with `num_hypotheses=K` and `return_end_token`; `search` recovers each one's
 log-probability from its score and ranks them by attnkit's score log P / lp(Y). One more step
 makes the K the same: when more than K hypotheses finish by one step, attnkit (as fairseq) keeps
 the first K to finish, best log-probability first, while CTranslate2 keeps the K best by its
@@ -202,54 +202,81 @@ def ctranslate2() -> Any:
     return optional("ctranslate2")
 
 
-def load(bundle: Bundle, compute_type: str = "default", threads: int = 0) -> Any:
-    """A `ctranslate2.Translator` on the CPU for the export folder (`compute_type`: default, float32, int8, ...)."""
+def load(bundle: Bundle, compute_type: str = "default", threads: int = 0, batches: int = 1) -> Any:
+    """A `ctranslate2.Translator` on the CPU for the export folder (`compute_type`: default, float32, int8, ...),
+    `threads` threads per batch (0: CTranslate2's default), up to `batches` batches at once (calls from several threads)."""
     ct2 = ctranslate2()
-    return ct2.Translator(str(bundle.folder), device="cpu", compute_type=compute_type, inter_threads=1, intra_threads=threads)
+    return ct2.Translator(str(bundle.folder), device="cpu", compute_type=compute_type, inter_threads=batches, intra_threads=threads)
 
 
-def _best(hypotheses: Sequence[list[str]], scores: Sequence[float], alpha: float) -> list[str]:
-    """The hypothesis attnkit's beam search returns: the finished one (ending in `</s>`) of highest
-    log P / lp(Y) (lp counts the EOS), from CTranslate2's length-normalised scores; only when none
-    finished within the step limit, the best of the beams cut there."""
+def warn_int8(quantization: str | None, option: str = "--quantization") -> None:
+    """Say so where CTranslate2's int8 (`option quantization`) loses accuracy on this CPU (docs/deployment.md, int8)."""
+    backend, accurate, why = int8_gemm()
+    if quantization in ("int8", "int8_float32") and not accurate:
+        log.warning(
+            "%s %s: on this CPU CTranslate2 multiplies int8 with %s (%s): measured %s (docs/deployment.md, int8); "
+            "unset CT2_USE_MKL to let attnkit use MKL",
+            option, quantization, backend, why, INT8_ONEDNN_MEASURED,
+        )  # fmt: skip
 
-    def score(i: int) -> float:
+
+Ranked = list[tuple[list[str], float]]  # one sentence's hypotheses, best first: (pieces, `</s>` last if finished; log P)
+
+
+def _ranked(hypotheses: Sequence[list[str]], scores: Sequence[float], penalty: float, alpha: float) -> Ranked:
+    """CTranslate2's hypotheses in the order attnkit's search returns them: the finished ones (ending in
+    `</s>`) by log P / lp(Y) (lp counts the EOS), then the ones cut at the step limit. log P is recovered
+    from CTranslate2's score, which it divided by len ** `penalty`."""
+    log_probs = [score * len(tokens) ** penalty for tokens, score in zip(hypotheses, scores)]
+
+    def key(i: int) -> tuple[bool, float]:
         tokens = hypotheses[i]
-        log_prob = scores[i] * len(tokens) ** LENGTH_PENALTY  # CTranslate2 divided by len ** LENGTH_PENALTY
-        return log_prob / length_penalty(len(tokens), alpha)
+        return not (tokens and tokens[-1] == EOS_TOKEN), -log_probs[i] / length_penalty(len(tokens), alpha)
 
-    finished = [i for i, tokens in enumerate(hypotheses) if tokens and tokens[-1] == EOS_TOKEN]
-    return hypotheses[max(finished or range(len(hypotheses)), key=score)]
+    return [(hypotheses[i], log_probs[i]) for i in sorted(range(len(hypotheses)), key=key)]
 
 
-def _search(translator: Any, batch: list[list[str]], limit: int, decode: Decode) -> list[list[list[str]]]:
-    """CTranslate2's search of `batch` with step limit `limit`: each sentence's hypotheses (beam: all K finished ones, EOS kept)."""
-    options = {"beam_size": decode.beam, "max_decoding_length": limit, "min_decoding_length": 0, "max_input_length": 0}
-    if decode.beam == 1:
-        return [result.hypotheses for result in translator.translate_batch(batch, **options)]
-    options |= {"num_hypotheses": decode.beam, "length_penalty": LENGTH_PENALTY, "return_scores": True, "return_end_token": True}
-    return [[_best(r.hypotheses, r.scores, decode.alpha)] for r in translator.translate_batch(batch, **options)]
+def _search(translator: Any, batch: list[list[str]], limit: int, decode: Decode) -> list[Ranked]:
+    """CTranslate2's search of `batch` with step limit `limit`: each sentence's hypotheses (beam: all K), `</s>` kept."""
+    options = {"beam_size": decode.beam, "max_decoding_length": limit, "min_decoding_length": 0, "max_input_length": 0,
+               "return_scores": True, "return_end_token": True}  # fmt: skip
+    if decode.beam == 1:  # greedy: no length normalisation, the score is log P
+        penalty, alpha = 0.0, 0.0
+    else:
+        penalty, alpha = LENGTH_PENALTY, decode.alpha
+        options["num_hypotheses"] = decode.beam
+    return [_ranked(r.hypotheses, r.scores, penalty, alpha) for r in translator.translate_batch(batch, **options, length_penalty=penalty)]
 
 
-def translate(bundle: Bundle, translator: Any, lines: Sequence[str], decode: Decode, source: str = "input") -> list[str]:
-    """Translate `lines` with CTranslate2 as `attnkit translate` does with `decode` (beam 1: greedy).
+def search(translator: Any, tokens: Sequence[list[str]], decode: Decode, progress: Callable[[int], None] | None = None) -> list[Ranked]:
+    """Search each source (its pieces, no EOS) with CTranslate2 as attnkit searches with `decode` (beam 1: greedy).
 
-    Each batch is searched with its longest sentence's step limit. Greedy outputs are then cut at
-    their own limit (greedy search is the same up to there); a beam-searched sentence whose search
-    ran past its own limit (a finished hypothesis longer than it) is searched again with its limit.
+    Each batch is searched with its longest sentence's step limit; a sentence with a hypothesis longer
+    than its own limit (the search ran past it) is searched again with its limit.
     """
-    tokens = bundle.source_tokens(lines, source)
     limits = [max(math.floor(decode.max_len_a * (len(t) + 1) + decode.max_len_b), 1) for t in tokens]
-    best: list[list[str]] = [[] for _ in lines]
+    ranked: list[Ranked] = [[] for _ in tokens]
     again: dict[int, list[int]] = {}
     for index in length_batches([len(t) for t in tokens], decode.batch_size):
+        done = 0
         for i, hyps in zip(index, _search(translator, [tokens[i] for i in index], max(limits[i] for i in index), decode)):
-            best[i] = hyps[0][: limits[i]] if decode.beam == 1 else hyps[0]
-            if len(best[i]) > limits[i]:
+            ranked[i] = hyps
+            if any(len(pieces) > limits[i] for pieces, _ in hyps):
                 again.setdefault(limits[i], []).append(i)
+            else:
+                done += 1
+        if progress is not None:
+            progress(done)
     for limit, index in again.items():
         for start in range(0, len(index), decode.batch_size):
             part = index[start : start + decode.batch_size]
             for i, hyps in zip(part, _search(translator, [tokens[i] for i in part], limit, decode)):
-                best[i] = hyps[0]
-    return [bundle.text_of_pieces(pieces) for pieces in best]
+                ranked[i] = hyps
+            if progress is not None:
+                progress(len(part))
+    return ranked
+
+
+def translate(bundle: Bundle, translator: Any, lines: Sequence[str], decode: Decode, source: str = "input") -> list[str]:
+    """Translate `lines` with CTranslate2 as `attnkit translate` does with `decode` (beam 1: greedy): the best hypotheses' texts."""
+    return [bundle.text_of_pieces(ranked[0][0]) for ranked in search(translator, bundle.source_tokens(lines, source), decode)]
