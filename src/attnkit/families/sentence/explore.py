@@ -12,7 +12,8 @@ page's) records with the same maps added.
 `score_function` is the family's `Family.attribution`: f(word embeddings (N, n, E)) = log p(c | x) (N,)
 (`class_score`), c the predicted class or `--output c`, over the premise's word embeddings (what the
 model's embedding module gives, before the bi-LSTM); a pair's hypothesis keeps its own.
-`benchmarks/sst_attention_attribution.py` attributes with the same `class_score`.
+`benchmarks/sst_attention_attribution.py` attributes with the same `class_score` (or its logit, as
+its published figures did).
 """
 
 from __future__ import annotations
@@ -63,9 +64,10 @@ def records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) ->
     return out
 
 
-def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int) -> Callable[[Tensor], Tensor]:
-    """f(word embeddings (N, S, E)) = log p(c | x) (N,) for one example `inputs` = (tokens, keep[, tokens2, keep2]),
-    each (1, S): the embeddings replace what `model.embedding` gives the (first) sentence, through a forward hook."""
+def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int, logit: bool = False) -> Callable[[Tensor], Tensor]:
+    """f(word embeddings (N, S, E)) = log p(c | x) (N,) (with `logit`, the logit of c) for one example `inputs` =
+    (tokens, keep[, tokens2, keep2]), each (1, S): the embeddings replace what `model.embedding` gives the (first)
+    sentence, through a forward hook."""
 
     def f(e: Tensor) -> Tensor:  # (N, S, E) -> (N,)
         n, seen = e.size(0), []
@@ -82,7 +84,7 @@ def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int) -> Callabl
                 logits = model(*(t.expand(n, -1) for t in inputs)).logits  # (N, C)
         finally:
             handle.remove()
-        return logits.float().log_softmax(dim=-1)[:, c]  # (N,)
+        return (logits.float() if logit else logits.float().log_softmax(dim=-1))[:, c]  # (N,)
 
     return f
 
