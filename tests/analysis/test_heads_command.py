@@ -1,10 +1,15 @@
 """`attnkit heads RUN --input FILE`: JSON and grid plots from a tiny run, and its one-line errors."""
 
 import json
+import shutil
+from pathlib import Path
 
 import torch
+import yaml
 
 from attnkit.cli import main
+from attnkit.families import load_run
+from attnkit.families.protocol import ExploreOptions
 
 
 def test_heads_writes_json_and_a_grid_per_self_attention_kind(tiny_transformer_run, tmp_path, capsys):
@@ -36,7 +41,27 @@ def test_heads_errors_are_one_line(tiny_transformer_run, tiny_sase_run, tmp_path
     assert main(["heads", str(tiny_transformer_run), "--input", str(empty), "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip().endswith("empty.txt: no sentences")
     src = tmp_path / "s.txt"
-    src.write_text("t1 t2\n", encoding="utf-8")
+    src.write_text("t1 t2\n", encoding="utf-8")  # two words, two hops: the hops map is square, and still no self-attention
     assert main(["heads", str(tiny_sase_run), "--input", str(src), "--out", str(tmp_path / "o")]) == 2
-    err = capsys.readouterr().err  # the classifier has no per-position views for `plot` either: its family says so
-    assert err.count("\n") == 1 and err.startswith("attnkit: error: ") and "tiny-sase" in err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("attnkit: error: ") and "tiny-sase" in err and "no self-attention" in err
+
+
+def test_heads_selects_maps_by_kind_not_by_shape(tiny_transformer_run, tmp_path, capsys):
+    """Cut at 4 steps, the output of three words (and </s>) is as long as the source: cross attention is square, as
+    the self-attention kinds are, and still not one of them."""
+    run = Path(shutil.copytree(tiny_transformer_run, tmp_path / "square"))
+    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    config["decode"].update(max_len_a=0.0, max_len_b=4)
+    (run / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    lines = ["t1 t2 t3", "t4 t5 t6", "t7 t8 t9"]
+    loaded = load_run(run)
+    for views in loaded.family.views(loaded, lines, ExploreOptions(loaded.run.decode.with_overrides(beam=1, nbest=1))):
+        shapes = {v.kind: tuple(v.layers[0].shape) for v in views}
+        assert shapes["cross"] == shapes["encoder"] == shapes["decoder_self"]  # (H, S, S): one shape for the three kinds
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["heads", str(run), "--input", str(src), "--out", str(tmp_path / "heads")]) == 0
+    doc = json.loads((tmp_path / "heads" / "heads.json").read_text(encoding="utf-8"))
+    assert set(doc["kinds"]) == {"encoder", "decoder_self"} and "3 sentences" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "heads").glob("*.png")) == ["heads-decoder_self.png", "heads-encoder.png"]

@@ -37,10 +37,32 @@ def test_no_such_folder(capsys, tmp_path):
     assert "nothing-here: no such folder" in line
 
 
-def test_hub_id_while_offline_names_the_id(tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home"), "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "attnkit", "attention", "someone/tiny-bert", "text", "--out", str(tmp_path / "a.npz")]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+def hub_env(home: Path, **settings: str) -> dict[str, str]:
+    """This environment with huggingface_hub's cache in `home` alone: the machine's own cache, offline and
+    endpoint settings dropped (a machine may point HF_HUB_CACHE elsewhere, which wins over HF_HOME)."""
+    own = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(own)}
+    return {**env, "HF_HOME": str(home), "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1", **settings}
+
+
+def _attention(tmp_path: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "attnkit", "attention", *argv, "--out", str(tmp_path / "a.npz")]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+def cache_snapshot(home: Path, repo_id: str, folder: Path, refs: bool = True) -> Path:
+    """`folder` as huggingface_hub caches a snapshot of `repo_id`: hub/models--OWNER--NAME/snapshots/REV, refs/main -> REV."""
+    repo = home / "hub" / f"models--{repo_id.replace('/', '--')}"
+    shutil.copytree(folder, repo / "snapshots" / ("0" * 40))
+    if refs:
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text("0" * 40)
+    return repo
+
+
+@pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
+def test_hub_id_while_offline_names_the_id(tmp_path, variable):
+    done = _attention(tmp_path, hub_env(tmp_path / "hf-home", **{variable: "1"}), "someone/tiny-bert", "text")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "someone/tiny-bert" in lines[0] and "offline" in lines[0]
@@ -108,13 +130,30 @@ def test_missing_transformers_says_what_to_install(monkeypatch, tmp_path, hf_fol
 
 
 def test_a_cached_hub_id_opens_offline(hf_folder, tmp_path):
-    """A hub id in huggingface_hub's cache (models--OWNER--NAME/snapshots/REV, refs/main) opens with HF_HUB_OFFLINE=1."""
-    repo = tmp_path / "hf-home" / "hub" / "models--someone--tiny-bert"
-    shutil.copytree(hf_folder("bert"), repo / "snapshots" / ("0" * 40))
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text("0" * 40)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home"), "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "attnkit", "attention", "someone/tiny-bert", TEXT, "--out", str(tmp_path / "a.npz")]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    """A hub id in huggingface_hub's cache (a fake one in tmp_path) opens with HF_HUB_OFFLINE=1, as the folder does."""
+    cache_snapshot(tmp_path / "hf-home", "someone/tiny-bert", hf_folder("bert"))
+    done = _attention(tmp_path, hub_env(tmp_path / "hf-home", HF_HUB_OFFLINE="1"), "someone/tiny-bert", TEXT)
     assert done.returncode == 0, done.stderr
-    assert np.load(tmp_path / "a.npz")["encoder/layer2"].shape == (4, 11, 11)
+    assert done.stderr == ""
+    z = np.load(tmp_path / "a.npz")
+    assert z["encoder/layer2"].shape == (4, 11, 11)
+    assert main(["attention", str(hf_folder("bert")), TEXT, "--out", str(tmp_path / "folder.npz")]) == 0
+    np.testing.assert_array_equal(z["encoder/layer2"], np.load(tmp_path / "folder.npz")["encoder/layer2"])
+
+
+def test_a_cached_snapshot_without_its_ref_is_not_the_id(hf_folder, tmp_path):
+    """The cache names a snapshot through refs/main; without it the id is not in the cache."""
+    cache_snapshot(tmp_path / "hf-home", "someone/tiny-bert", hf_folder("bert"), refs=False)
+    done = _attention(tmp_path, hub_env(tmp_path / "hf-home", HF_HUB_OFFLINE="1"), "someone/tiny-bert", TEXT)
+    assert done.returncode == 2 and "someone/tiny-bert: no such folder, and the hub id is not in the Hugging Face cache" in done.stderr
+
+
+def test_cache_lookup_in_process(hf_folder, tmp_path, monkeypatch):
+    """`hub.cached` finds the snapshot of the cache huggingface_hub reads (HF_HUB_CACHE here), and nothing for another id."""
+    hub = pytest.importorskip("huggingface_hub")
+    from attnkit.sources.hf.hub import cached
+
+    cache_snapshot(tmp_path, "someone/tiny-bert", hf_folder("bert"))
+    monkeypatch.setattr(hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert cached(hub, "someone/tiny-bert") == tmp_path / "hub" / "models--someone--tiny-bert" / "snapshots" / ("0" * 40)
+    assert cached(hub, "someone/other") is None

@@ -143,6 +143,53 @@ def test_the_attribution_view_and_tau_table(page, hf_folder, tmp_path):
     assert page.errors == []
 
 
+def test_a_sentence_classifier_on_the_report_and_the_served_page(page, tiny_sase_run, tmp_path):
+    """An attnkit classifier: the report's card (its renderer) adds the shared views of the hops; the served
+    /attention page shows the class and probabilities as the note, the hops, and the attributions of the class
+    beside the hops' mean."""
+    pytest.importorskip("captum")
+    import uvicorn
+
+    from attnkit.cli import main
+    from attnkit.families import load_run
+    from attnkit.serve.app import create_app
+
+    report = tmp_path / "sase.html"
+    assert main(["report", str(tiny_sase_run), "T1 t2 t3 t4", "--out", str(report)]) == 0
+    page.goto(report.as_uri())
+    page.wait_for_selector(".attn-card .attn-heatmap canvas.attn-canvas")
+    assert page.locator(".attn-probs li").count() == 2 and page.locator(".attn-hop option").count() == 3  # mean, hop 1, hop 2
+    assert page.locator(".attn-kind option").evaluate_all("os => os.map(o => o.value)") == ["hops"]
+    assert page.locator(".attn-queries .attn-token").all_inner_texts() == ["hop 1", "hop 2"]
+    pick_view(page, "head")
+    assert inked(page, ".attn-headview canvas.attn-canvas") > 200
+    pick_view(page, "model")
+    assert inked(page, ".attn-modelview canvas.attn-canvas") > 100
+    assert page.errors == []
+
+    server = uvicorn.Server(uvicorn.Config(create_app({"sase": load_run(tiny_sase_run)}), host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        page.goto(f"http://127.0.0.1:{port}/attention")
+        page.wait_for_selector("#model option[value=sase]", state="attached")
+        page.fill("#text", "T1 t2 t3 t4")
+        page.check("#attr-ig")
+        page.click("#submit")
+        page.wait_for_selector(".attn-card .attn-tau")
+        note = page.locator(".attn-note").inner_text()
+        assert note.split(",")[0] in {"neg", "pos"} and ", p = 0." in note and page.locator(".attn-output").count() == 0
+        assert page.locator(".attn-attr-title").inner_text().startswith("attributions of class ")
+        assert page.locator(".attn-tau td").first.inner_text() == "attention hops, layer 1 (mean over heads and queries)"
+        assert page.errors == []
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 def long_model(folder: Path, positions: int = 2048) -> Path:
     """A tiny-width BERT (2 layers x 2 heads, width 16) that takes `positions` tokens."""
     config = transformers.BertConfig(vocab_size=len(VOCAB), pad_token_id=0, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,

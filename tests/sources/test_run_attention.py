@@ -35,11 +35,3 @@ def test_a_translation_run_writes_its_views(tiny_transformer_run, tmp_path, caps
 def test_a_run_refuses_hugging_face_only_options(tiny_transformer_run, tmp_path, capsys):
     assert main(["attention", str(tiny_transformer_run), "t1 t2", "--out", str(tmp_path / "a.npz"), "--target", "t3"]) == 2
     assert "--target is for Hugging Face models" in capsys.readouterr().err
-
-
-def test_a_family_without_views_says_so_in_one_line(tiny_sase_run, tmp_path, capsys):
-    """The sentence classifier gives no per-layer views (as for `plot`): its family's line, no file."""
-    assert main(["attention", str(tiny_sase_run), "t1 t2 t3", "--out", str(tmp_path / "a.npz")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "tiny-sase" in err and "attnkit explain" in err
-    assert not (tmp_path / "a.npz").exists()

@@ -1,8 +1,10 @@
 """`attnkit heads`: what each head looks at over a text file (docs/analysis.md).
 
 Generic over families: it asks the run's family for its attention views (as `plot` does) and
-keeps the square self-attention ones (a translation's `encoder` and `decoder_self`; cross
-attention and the classifier's hops have no positions to compare), one `HeadStats` per kind.
+keeps those of the self-attention kinds (`SELF_ATTENTION`: a translation's or parser's `encoder`
+and `decoder_self`), one `HeadStats` per kind. It selects by kind, never by shape: cross attention
+is square whenever the output is as long as the input, and a classifier's `hops` whenever the text
+has r words, yet neither has positions to compare.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, positive_int,
 from attnkit.errors import AttnkitError
 
 SEPARATORS = ("</s>", "[SEP]")
+SELF_ATTENTION = ("encoder", "decoder_self", "self")  # the kinds whose queries and keys are positions of one sequence
 
 
 def head_statistics_of_run(loaded, lines: list[str], separators: list[str], beam: int = 1) -> dict:
-    """Head statistics of each square self-attention kind of `loaded`'s outputs for `lines`: kind -> HeadStats."""
+    """Head statistics of each self-attention kind of `loaded`'s outputs for `lines`: kind -> HeadStats."""
     from attnkit.analysis.heads import HeadStats
     from attnkit.families.protocol import ExploreOptions
 
@@ -26,13 +29,13 @@ def head_statistics_of_run(loaded, lines: list[str], separators: list[str], beam
     stats: dict[str, HeadStats] = {}
     for views in loaded.family.views(loaded, lines, options):
         for view in views:
-            if len(view.rows) != len(view.cols) or view.layers[0].size(-1) != view.layers[0].size(-2):
+            if view.kind not in SELF_ATTENTION:
                 continue
             if view.kind not in stats:
                 stats[view.kind] = HeadStats(len(view.layers), view.layers[0].size(0), frozenset(separators))
             stats[view.kind].add(view.layers, view.cols)
     if not stats:
-        raise AttnkitError(f"{loaded.folder}: the model has no self-attention over positions (head statistics need square maps)")
+        raise AttnkitError(f"{loaded.folder}: the model has no self-attention over positions ({', '.join(SELF_ATTENTION)}); head statistics need it")
     return stats
 
 

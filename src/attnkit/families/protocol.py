@@ -192,7 +192,7 @@ def load_engine_run(run_dir: str | Path, family: Family, which: str, dtype: str,
         return load_run(run_dir, family, which, dtype=DTYPES[dtype])
     if engine not in family.engines:
         raise AttnkitError(f"{run_dir}: a {family.name} run decodes with attnkit only, not --engine {engine}")
-    return family.engines[engine].attach(load_run(run_dir, family, which), dtype)
+    return family.engines[engine].attach(load_run(run_dir, family, which, pack=False), dtype)
 
 
 def add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> None:

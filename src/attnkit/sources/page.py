@@ -2,9 +2,10 @@
 
 `attnkit report`, the `/attention` page of `attnkit serve`, `attnkit.show` and `attnkit plot --view`
 all draw what `page_record` returns: the common record of the report (docs/explorer.md) with
-`source` (the input), `text` (what the model made of it: its output, class or next token) and
+`source` (the input), `text` (what the model made of it: its output, class or next token),
 `maps`, one entry per kind of attention and per summary (`rollout`, `rollout_encoder`, `flow`, each
-one layer of one head); with attributions (`--attribute`), `attribution`: the attributions of one
+one layer of one head), and `note` where the source gives one (an attnkit classifier's class and
+probabilities: its maps, the hops, are no output); with attributions (`--attribute`), `attribution`: the attributions of one
 output and their Kendall tau with each layer's attention, rollout and flow (`build_attribution`,
 `sources.agreement`). The maps come through the same `Collector` as `attnkit attention`'s npz,
 into a `MemoryWriter` instead of a file.
@@ -31,7 +32,7 @@ from attnkit.errors import AttnkitError
 from attnkit.sources.options import METHODS, AttentionOptions
 
 MAX_CELLS = 64 * 2**20  # weights a page may hold (64 MiB as bytes; about 85 MB of base64)
-KINDS = ("encoder", "self", "decoder_self", "cross")  # in the order the page lists them
+KINDS = ("encoder", "self", "decoder_self", "cross", "hops", "hops2")  # in the order the page lists them
 SUMMARIES = ("rollout", "rollout_encoder", "flow")
 EXACT = ("attr/", "tau/")  # one output's attributions and their agreement with attention: small, kept as floats
 
@@ -163,6 +164,8 @@ def page_record(loaded: Any, text: str | None, options: AttentionOptions = Atten
     arrays, summary = collect(loaded, text, options, max_cells)
     record = {"id": 0, "model": source_name(loaded), "source": text if text is not None else str(options.image),
               "text": summary.get("prediction", ""), "maps": build_maps(arrays, summary["kinds"])}  # fmt: skip
+    if "note" in summary:
+        record["note"] = summary["note"]
     attribution = build_attribution(arrays)
     return record if attribution is None else {**record, "attribution": attribution}
 

@@ -2,11 +2,12 @@
 
 The run's family decodes the line (as `attnkit plot` does: `Family.views`, the run's decode
 settings, one hypothesis) and gives its `AttentionView`s, one per kind (a translation's `encoder`,
-`decoder_self`, `cross`; a classifier's hops; a captioner's attention over the image grid). Each
-layer goes through the same `Collector` as a Hugging Face model's. `tokens` are the keys of the
-first kind, `target_tokens` the queries of the first kind whose queries differ from them (a
-translation's output). With `--words` the family merges the pieces itself, and rollout and flow
-are computed on the word maps.
+`decoder_self`, `cross`; a classifier's `hops`; a captioner's `cross` attention over the image grid).
+Each layer goes through the same `Collector` as a Hugging Face model's. `tokens` are the keys of the
+first kind, `target_tokens` the queries of the `cross` (else `decoder_self`) kind: the output
+(the queries of other kinds, a classifier's hops, are no output). A view's `note` (a classifier's
+class and probabilities) is written as `note` and goes into the summary. With `--words` the family
+merges the pieces itself, and rollout and flow are computed on the word maps.
 
 With `--attribute`, a family that scores an output (`Family.attribution`: a translation's output
 token t, `families.translation.attribute`) writes its attributions (`sources.attribute`) and their
@@ -26,6 +27,8 @@ from attnkit.sources.collect import Collector
 from attnkit.sources.npz import NpzWriter, npz_writer
 from attnkit.sources.options import AttentionOptions
 
+OUTPUT_KINDS = ("cross", "decoder_self")  # the kinds whose queries are the model's output, in the order looked for
+
 
 def output_row(views: list, output: int | None) -> tuple[str, int | None] | None:
     """(kind, query row) the attributed output reads: row t (`--output`, default 0) of the cross attention,
@@ -43,7 +46,9 @@ def _check(folder: Path, family, options: AttentionOptions) -> None:
     if options.target is not None:
         raise AttnkitError(f"{folder}: --target is for Hugging Face models; an attnkit run attends over its own output")
     if options.attribute and family.attribution is None:
-        raise AttnkitError(f"{folder}: --attribute: a {family.name} run gives no score to attribute (translation runs do, as do Hugging Face models)")
+        raise AttnkitError(
+            f"{folder}: --attribute: a {family.name} run gives no score to attribute (translation and sentence-classifier runs do, as do Hugging Face models)"
+        )
     if options.attribute and options.words:
         raise AttnkitError(f"{folder}: --attribute scores an attnkit run's pieces; leave out --words")
 
@@ -60,7 +65,8 @@ def write_run(loaded, text: str | None, writer: NpzWriter, options: AttentionOpt
     views = family.views(loaded, [line], ExploreOptions(loaded.run.decode.with_overrides(nbest=1), words=options.words))[0]
     if not views:
         raise AttnkitError(f"{folder}: the model has no attention maps")
-    target = next((v.rows for v in views if v.rows != views[0].cols), None)
+    target = next((v.rows for kind in OUTPUT_KINDS for v in views if v.kind == kind), None)
+    note = next((v.note for v in views if v.note), None)
     collector = Collector(writer, flow=options.flow, output=output_row(views, options.output) if options.attribute else None)
     for view in views:
         for weights in view.layers:  # (H, Tq, Tk)
@@ -74,6 +80,9 @@ def write_run(loaded, text: str | None, writer: NpzWriter, options: AttentionOpt
     summary = {"model": family.name, "kinds": dict(collector.layers), "tokens": len(views[0].cols), "prediction": " ".join(target or [])}
     if target is not None:
         summary["target_tokens"] = len(target)
+    if note is not None:
+        writer.add("note", [note])
+        summary["note"] = note
     if options.attribute:
         from attnkit.sources.attribute import write_attributions
 

@@ -27,6 +27,7 @@ class AttentionView:
     layers: list[Tensor]
     title: str  # e.g. "encoder-decoder attention"
     axes: tuple[str, str]  # (x label: the keys, y label: the queries)
+    note: str | None = None  # what the maps do not show of the model's answer (a classifier's class and probabilities)
 
 
 def plot_maps(views: list[list[AttentionView]], out_dir: str | Path) -> list[Path]:

@@ -1,9 +1,12 @@
-"""The explorer's three views as files (`attnkit plot SOURCE TEXT --view ...`): PNG or SVG by suffix.
+"""The explorer's views as files (`attnkit plot SOURCE TEXT --view ...`): PNG or SVG by suffix.
 
 The same pictures as the page's canvases (`templates/attention-views.js`): the heatmap of one
 layer's head (or head mean), the head view (queries left, keys right, a line from each query to
 its `top_k` keys in each head's colour, opacity by weight over the head's largest weight) and the
-model view (every layer x head as a small map, each on its own colour scale).
+model view (every layer x head as a small map, each on its own colour scale). The hops view is the
+picture of Lin et al. (2017, Fig. 2) of a classifier's attention hops: the input's words written
+once per query row (per hop), each shaded by its weight over the row's largest, under a line of the
+rows' mean; the page's token strips show the same rows on hover.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 from attnkit.errors import AttnkitError
 from attnkit.viz.heatmap import plot_attention, pyplot, save_figure
 
-VIEWS = ("heatmap", "head", "model")
+VIEWS = ("heatmap", "head", "model", "hops")
 
 
 def head_colour(h: int, heads: int) -> tuple[float, float, float]:
@@ -78,6 +81,25 @@ def plot_model_view(layers: np.ndarray, path: str | Path, title: str = "") -> Pa
     return save_figure(fig, path)
 
 
+def plot_hops_view(weights: np.ndarray, rows: list[str], cols: list[str], path: str | Path, title: str = "") -> Path:
+    """Write the hops view of one map (Tq, Tk): the key tokens, one line for the rows' mean, then one per query row."""
+    plt = pyplot()
+    lines = np.concatenate([weights.mean(0, keepdims=True), weights])  # (1 + Tq, Tk)
+    shade = lines / lines.max(axis=1, keepdims=True).clip(min=1e-12)  # (1 + Tq, Tk): each line on its own scale
+    cell = max(0.4, 0.085 * max(len(t) for t in cols) + 0.15)
+    fig, ax = plt.subplots(figsize=(min(cell * len(cols) + 1.5, 200.0), 0.3 * len(lines) + 1.0))
+    ax.imshow(shade, cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    for i, line in enumerate(shade):
+        for j, token in enumerate(cols):
+            ax.text(j, i, token, ha="center", va="center", fontsize=8, color="white" if line[j] > 0.55 else "black")
+    ax.set_xticks([])
+    ax.set_yticks(range(len(lines)), ["mean", *rows], fontsize=8)
+    ax.axhline(0.5, color="black", linewidth=0.8)
+    ax.set_title(title or "hops view", fontsize=9, loc="left")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
 def plot_view(view: str, layers: np.ndarray, rows: list[str], cols: list[str], path: str | Path,
               layer: int | None = None, head: int | None = None, title: str = "", k: int = 5) -> Path:  # fmt: skip
     """One view of one kind's maps (L, H, Tq, Tk); `layer` and `head` count from 1 (None: the last layer, every head)."""
@@ -96,4 +118,6 @@ def plot_view(view: str, layers: np.ndarray, rows: list[str], cols: list[str], p
         return plot_head_view(layers[l - 1], rows, cols, heads, path, f"{title}, layer {l}", k)
     weights = layers[l - 1].mean(0) if head is None else layers[l - 1, head - 1]  # (Tq, Tk)
     which = "mean over heads" if head is None else f"head {head}"
+    if view == "hops":
+        return plot_hops_view(weights, rows, cols, path, f"{title}, layer {l}, {which}" if H > 1 else title)
     return plot_attention(weights, cols, rows, path, f"{title}, layer {l}, {which}", xlabel="keys", ylabel="queries")

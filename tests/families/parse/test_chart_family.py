@@ -101,3 +101,26 @@ def test_report_and_plot_of_a_chart_run(run_dir, tmp_path):
     assert "renderChart" in html and '"in_tree"' in html
     assert main(["plot", str(run_dir), "The dog barks .", "--out", str(tmp_path / "plots")]) == 0
     assert sorted(p.name for p in (tmp_path / "plots").glob("*layer1-mean.png")) == ["000-encoder-layer1-mean.png"]
+
+
+def test_attention_writes_the_chart_parsers_own_maps(run_dir, tmp_path, capsys):
+    """`attnkit attention` on a chart run: the encoder's self-attention per layer over <s> words </s>, as the
+    model's scoring pass computes it (`chart_codec.scores_of`), and its rollout."""
+    import numpy as np
+    import torch
+
+    from attnkit.families.parse.chart_codec import collate, encode_words, scores_of
+
+    out = tmp_path / "chart.npz"
+    assert main(["attention", str(run_dir), "The dog barks .", "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["kinds"] == {"encoder": 1}
+    z = np.load(out)
+    tokens = ["<s>", "The", "dog", "barks", ".", "</s>"]
+    assert list(z["tokens"]) == list(z["encoder/queries"]) == list(z["encoder/keys"]) == tokens and "target_tokens" not in z.files
+    loaded = load_run(run_dir)
+    batch = collate([encode_words(loaded.vocabs, ["The", "dog", "barks", "."])], [0])
+    with torch.inference_mode():
+        *_, maps = scores_of(loaded.model, batch)  # per layer (1, H, n + 2, n + 2)
+    assert z["encoder/layer1"].shape == (2, 6, 6)
+    np.testing.assert_array_equal(z["encoder/layer1"], maps[0][0].float().numpy())
+    assert z["rollout"].shape == (6, 6)

@@ -158,3 +158,31 @@ def test_serve_parses_and_shows_the_parse_page(run_dir):
         assert "renderParse" in client.get("/static/parse.js").text
         models = client.get("/v1/models").json()
         assert models[0]["task"] == "parsing" and models[0]["beam"] == 2
+
+
+def test_attention_writes_the_parsers_own_maps(run_dir, tmp_path, capsys):
+    """`attnkit attention` on a parsing run: every kind and layer (H, Tq, Tk), the words and the output symbols as
+    labels, and the last cross-attention layer's head mean is the attention the search recorded step by step."""
+    import numpy as np
+    import torch
+
+    from attnkit.families.parse.infer import parse_words
+
+    out = tmp_path / "parse.npz"
+    assert main(["attention", str(run_dir), "The dog saw a cat .", "--out", str(out), "--checkpoint", "last"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    z = np.load(out)
+    loaded = load_run(run_dir, "last")
+    (result,) = parse_words(
+        loaded.model, loaded.vocabs, [["The", "dog", "saw", "a", "cat", "."]], loaded.run.decode.with_overrides(nbest=1), return_attention=True
+    )
+    src, tgt = [*result.words, "</s>"], [*result.symbols, "</s>"]
+    S, T = len(src), len(tgt)
+    assert summary["kinds"] == {"encoder": 1, "decoder_self": 1, "cross": 1} and list(z["tokens"]) == src and list(z["target_tokens"]) == tgt
+    for kind, (rows, cols) in {"encoder": (src, src), "decoder_self": (tgt, ["<s>", *result.symbols]), "cross": (tgt, src)}.items():
+        assert (list(z[f"{kind}/queries"]), list(z[f"{kind}/keys"])) == (rows, cols)
+        assert z[f"{kind}/layer1"].shape == (2, len(rows), len(cols)) and z[f"{kind}/layer1"].dtype == np.float32
+        np.testing.assert_allclose(z[f"{kind}/layer1"].sum(-1), 1.0, atol=1e-5)
+    assert result.finished and result.attention.shape == (T, S)
+    torch.testing.assert_close(torch.from_numpy(z["cross/layer1"]).mean(0), result.attention.float(), atol=1e-5, rtol=0)
+    assert z["rollout"].shape == (T, S) and z["rollout_encoder"].shape == (S, S)

@@ -2,7 +2,9 @@
 
 `caption_images` decodes images (paths or encoded bytes) at the run's input size and returns, per
 image, the caption, its n-best list and the attention alpha_t over the P grid cells for every
-generated word (and the EOS step), the maps `figure.attention_strip` overlays on the image.
+generated word (and the EOS step), the maps `figure.attention_strip` overlays on the image. Row t of
+the attention is the step that emitted word t; a step that emitted padding or BOS (an untrained
+model can) shows no word, and its row is left out with it (`word_attention`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import torch
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
-from attnkit.data.vocab import BOS, EOS
+from attnkit.data.vocab import BOS, EOS, PAD
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.decode.hypothesis import Hypothesis
@@ -79,7 +81,15 @@ def caption_images(loaded: LoadedRun, images: Sequence[str | Path | bytes], deco
         for hyps in search(model, cells, decode, loaded.run.data.max_len):
             best = hyps[0]
             words = vocab.decode(best.tokens) + (["</s>"] if best.finished else [])
-            attention = best.attention.float().tolist() if best.attention is not None else []
             nbest = [(detokenize(vocab, h.tokens), h.score) for h in hyps]
-            results.append(CaptionResult(detokenize(vocab, best.tokens), words, best.score, attention, model.grid, nbest))
+            results.append(CaptionResult(detokenize(vocab, best.tokens), words, best.score, word_attention(best), model.grid, nbest))
     return results
+
+
+def word_attention(best: Hypothesis) -> list[list[float]]:
+    """alpha_t of the steps whose word the caption shows, one row per entry of its ``words``: the search
+    records a row per step, and a step that emitted padding or BOS (which `Vocabulary.decode` drops) has no word."""
+    if best.attention is None:
+        return []
+    steps = [t for t, token in enumerate(best.tokens) if token not in (PAD, BOS)] + [len(best.tokens)] * best.finished  # + the EOS step
+    return best.attention[steps].float().tolist()  # (words, P)

@@ -5,7 +5,7 @@ the attention A (hops x words) of the self-attentive model (Lin et al. 2017), wh
 `attnkit.families.sentence.explain` draws. `embed_texts` returns the sentence embeddings M (flattened, or the mean
 over hops). `evaluate_labelled` scores a labelled file: accuracy, macro-F1 and the confusion matrix.
 For a sentence-pair model (SNLI) a text is ``premise<TAB>hypothesis``; tokens and attention are the
-premise's.
+premise's (and `tokens2`, `attention2` the hypothesis's).
 """
 
 from __future__ import annotations
@@ -35,12 +35,16 @@ class ClassifyResult:
         tokens: The words the model read (normalized, before the vocabulary lookup; unknown words
             are shown as written).
         attention: A, one row per hop, one weight per token (R x n); ``[]`` without attention pooling.
+        tokens2: A sentence-pair model's hypothesis words (None for one sentence).
+        attention2: The hypothesis's A (R x n2), as `attention` is the premise's (None for one sentence).
     """
 
     label: str
     probs: dict[str, float]
     tokens: list[str]
     attention: list[list[float]]
+    tokens2: list[str] | None = None
+    attention2: list[list[float]] | None = None
 
 
 def tokenize(loaded: LoadedRun, text: str) -> list[str]:
@@ -76,6 +80,12 @@ def _batches(loaded: LoadedRun, split: list[tuple[list[str], list[str] | None]],
         yield tokens.to(device), keep.to(device), tokens2, keep2
 
 
+def model_inputs(loaded: LoadedRun, text: str) -> tuple[torch.Tensor, ...]:
+    """One text's model inputs on the model's device: (tokens, keep), each (1, S), and (tokens2, keep2) for a pair."""
+    tokens, keep, tokens2, keep2 = next(_batches(loaded, _split(loaded, [text], "text", pair=loaded.run.model.pair != "none"), 1))
+    return (tokens, keep) if tokens2 is None else (tokens, keep, tokens2, keep2)
+
+
 @torch.inference_mode()
 def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *, source: str = "text") -> list[ClassifyResult]:
     """Classify texts with a loaded sase run (`attnkit.families.load_run`).
@@ -96,9 +106,10 @@ def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *,
         output = loaded.model(tokens, keep, tokens2, keep2)
         probs = output.logits.float().softmax(dim=-1)  # (B, C)
         for row, p in enumerate(probs.tolist()):
-            words = split[len(results)][0]
+            words, words2 = split[len(results)]
             a = [] if output.attention is None else output.attention[row, :, : len(words)].float().tolist()  # (R, n)
-            results.append(ClassifyResult(labels[max(range(len(p)), key=p.__getitem__)], dict(zip(labels, p)), words, a))
+            a2 = None if words2 is None else [] if output.attention2 is None else output.attention2[row, :, : len(words2)].float().tolist()  # (R, n2)
+            results.append(ClassifyResult(labels[max(range(len(p)), key=p.__getitem__)], dict(zip(labels, p)), words, a, words2, a2))
     return results
 
 

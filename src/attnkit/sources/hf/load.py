@@ -1,7 +1,7 @@
 """Open a Hugging Face model: a local folder (`save_pretrained`'s) or a hub id, checked first.
 
 What is refused, each with one line naming the source: a missing folder or unknown id, a hub id
-not in the cache while offline, a model that needs its own code (`auto_map` in config.json, or
+not in the cache while offline (`hub`), a model that needs its own code (`auto_map` in config.json, or
 `.py` files: attnkit never passes `trust_remote_code`), weights only in pickled files
 (`pytorch_model.bin`: unpickling can run code), an architecture this transformers does not know.
 The model loads with eager attention (the attention modules then compute and return their
@@ -14,19 +14,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from attnkit.errors import AttnkitError
 from attnkit.sources.hf import require
+from attnkit.sources.hf.hub import snapshot
 
 log = logging.getLogger("attnkit")
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
-# What a snapshot fetches: configs, tokenizer files and safetensors weights; never code or pickles.
-FETCH = ["*.json", "*.safetensors", "*.txt", "*.model", "*.spm", "*.tiktoken"]
 PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_source_positions")
 
@@ -44,24 +41,13 @@ class HfModel:
 
 
 def resolve(source: str) -> Path:
-    """The local folder of `source`: itself, or the hub snapshot of an id (safetensors and configs only)."""
+    """The local folder of `source`: itself, or the cached (or fetched) snapshot of a hub id (`hub.snapshot`)."""
     path = Path(source)
     if path.is_dir():
         return path
     if path.exists():
         raise AttnkitError(f"{source}: is a file, expected a model folder or a Hugging Face model id")
-    if not HUB_ID.match(source):
-        raise AttnkitError(f"{source}: no such folder")
-    hub = require("huggingface_hub")
-    errors = require("huggingface_hub.errors")
-    try:
-        return Path(hub.snapshot_download(repo_id=source, allow_patterns=FETCH))
-    except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
-        raise AttnkitError(f"{source}: no such folder, and the hub id is not in the Hugging Face cache while offline (HF_HUB_OFFLINE or no network)") from None
-    except errors.RepositoryNotFoundError:
-        raise AttnkitError(f"{source}: no such folder or Hugging Face model id (or it is private or gated)") from None
-    except (OSError, ValueError) as e:
-        raise AttnkitError(f"{source}: could not fetch it from the Hugging Face hub: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    return snapshot(source)
 
 
 def check_folder(folder: Path, name: str, hub: bool = False) -> dict:

@@ -7,7 +7,8 @@
 
 const AttnView = (() => {
   const KIND_NAMES = {cross: "encoder-decoder attention", encoder: "encoder self-attention", decoder_self: "decoder self-attention",
-                      self: "self-attention", rollout: "attention rollout", rollout_encoder: "encoder rollout", flow: "attention flow"};
+                      self: "self-attention", hops: "attention hops", hops2: "attention hops of the second sentence",
+                      rollout: "attention rollout", rollout_encoder: "encoder rollout", flow: "attention flow"};
   const VIEWS = {heatmap: "heatmap", head: "head view", model: "model view"};
   const VIEW_CLASS = {heatmap: "attn-heatmap", head: "attn-headview", model: "attn-modelview"};
 
@@ -142,10 +143,12 @@ const AttnView = (() => {
 
   const METHOD_NAMES = {ig: "integrated gradients", ixg: "input \u00d7 gradient"};
 
-  // "cross/layer2" -> "encoder-decoder attention, layer 2 (head mean)"; "rollout" -> "attention rollout".
-  function comparedName(name) {
+  // "cross/layer2" -> "encoder-decoder attention, layer 2 (head mean)"; "rollout" -> "attention rollout". Without a
+  // query row (`row` null: one output for every query, a classifier's hops) a layer's row is the mean of its rows too.
+  function comparedName(name, row) {
     const [kind, layer] = name.split("/layer");
-    return layer ? `${KIND_NAMES[kind] || kind}, layer ${layer} (head mean)` : KIND_NAMES[name] || name;
+    const mean = row === null ? "mean over heads and queries" : "head mean";
+    return layer ? `${KIND_NAMES[kind] || kind}, layer ${layer} (${mean})` : KIND_NAMES[name] || name;
   }
 
   // One row of per-token values as shaded cells: white to deep blue by |value| / the row's largest |value|.
@@ -167,25 +170,27 @@ const AttnView = (() => {
     const ig = a.ig ? ` (integrated gradients: ${a.ig.steps} steps, complete within ${(100 * a.ig.relative_error).toFixed(2)}%)` : "";
     const head = el("tr", {}, [el("th", {}), ...a.tokens.map((t) => el("th", {class: "attn-col-token", text: t}))]);
     const rows = [...methods.map((m) => heatRow(METHOD_NAMES[m] || m, a.scores[m], "attn-attr-method")),
-                  ...names.map((n, k) => heatRow(comparedName(n), a.compared.rows[k], "attn-attr-compared"))];
+                  ...names.map((n, k) => heatRow(comparedName(n, a.row), a.compared.rows[k], "attn-attr-compared"))];
     const parts = [el("div", {class: "attn-attr-title", text: `attributions of ${a.output}${ig}`}),
                    el("div", {class: "attn-scroll"}, [el("table", {class: "attn-attr-rows"}, [head, ...rows])])];
     if (a.tau) {
       const th = [el("th", {text: "compared with |attributions|"}), ...methods.map((m) => el("th", {text: `Kendall \u03c4 (${METHOD_NAMES[m] || m})`}))];
-      const body = names.map((n, k) => el("tr", {"data-name": n}, [el("td", {text: comparedName(n)}),
+      const body = names.map((n, k) => el("tr", {"data-name": n}, [el("td", {text: comparedName(n, a.row)}),
         ...methods.map((m) => el("td", {class: "attn-tau-value", text: a.tau[m][k] === null ? "\u2014" : a.tau[m][k].toFixed(3)}))]));
       parts.push(el("table", {class: "attn-tau"}, [el("tr", {}, th), ...body]));
     }
     container.appendChild(el("div", {class: "attn-attribution"}, parts));
   }
 
-  // A record's card: its source, its output, the n-best list with scores (when it has one), what
-  // `extra(card)` adds (a family's picture of the output), then the attention view of its maps and,
-  // with attributions, their view and tau table.
+  // A record's card: its source, its output, its note (what the maps do not show: a classifier's class and
+  // probabilities), the n-best list with scores (when it has one), what `extra(card)` adds (a family's
+  // picture of the output), then the attention view of its maps and, with attributions, their view and
+  // tau table.
   function card(container, record, extra) {
     const section = el("section", {class: "attn-card"});
     section.appendChild(el("div", {class: "attn-source", text: record.source}));
-    section.appendChild(el("div", {class: "attn-output", text: record.text}));
+    if (record.text) section.appendChild(el("div", {class: "attn-output", text: record.text}));
+    if (record.note) section.appendChild(el("div", {class: "attn-note", text: record.note}));
     if (record.nbest) {
       const nbest = el("ol", {class: "attn-nbest"});
       for (const h of record.nbest) {

@@ -1,6 +1,7 @@
 // How a classified text shows on the report and the classify page (`AttnView.render`): the text,
 // the label, the class probabilities as bars, and the tokens shaded by one attention hop or the
-// mean over hops.
+// mean over hops; with the report's `maps` (the hops as a kind), the shared views of them (heatmap,
+// head view, model view) and, with `attribution`, the attributions beside the hops and their tau.
 "use strict";
 
 (() => {
@@ -31,6 +32,8 @@
       card.append(el("div", {class: "attn-controls"}, [picker]), strip);
       draw();
     }
+    if (record.maps) AttnView.renderMaps(card, record.maps);
+    if (record.attribution) AttnView.renderAttribution(card, record.attribution);
     container.appendChild(card);
   }
 

@@ -1,0 +1,103 @@
+"""A sentence classifier in the explorer: its attention hops as views, and the score its attributions explain.
+
+`views` gives, per line, the r hops of the structured self-attention A (Lin et al. 2017, `model`) as
+an `AttentionView` of kind `hops`: one layer of one head, (1, R, n), the queries the hops ("hop 1" ..
+"hop r") and the keys the words the model read, A as the model computed it. So `attnkit attention`
+writes `hops/layer1` (1, R, n), and `report`, `plot --view` and the `/attention` page of `serve` draw
+it as any kind. A sentence-pair model (``premise<TAB>hypothesis``) adds `hops2`, the hypothesis's A.
+The views' note is the class the model chose and the probabilities (the page shows it; the maps do
+not). A model without attention pooling has no maps. `records` are the report's (and the classify
+page's) records with the same maps added.
+
+`score_function` is the family's `Family.attribution`: f(word embeddings (N, n, E)) = log p(c | x) (N,)
+(`class_score`), c the predicted class or `--output c`, over the premise's word embeddings (what the
+model's embedding module gives, before the bi-LSTM); a pair's hypothesis keeps its own.
+`benchmarks/sst_attention_attribution.py` attributes with the same `class_score` (or its logit, as
+its published figures did).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.artifacts.runs import LoadedRun
+from attnkit.errors import AttnkitError
+from attnkit.families.protocol import ExploreOptions
+from attnkit.families.sentence.api import classification_record
+from attnkit.families.sentence.infer import ClassifyResult, classify_texts, model_inputs
+from attnkit.viz.plot import AttentionView
+
+TITLES = {"hops": "attention hops", "hops2": "attention hops of the second sentence"}
+
+
+def note(result: ClassifyResult) -> str:
+    """The class and the probabilities, most probable first: "pos, p = 0.731 (neg 0.269)"."""
+    others = sorted(((p, label) for label, p in result.probs.items() if label != result.label), reverse=True)
+    rest = f" ({', '.join(f'{label} {p:.3f}' for p, label in others)})" if others else ""
+    return f"{result.label}, p = {result.probs[result.label]:.3f}{rest}"
+
+
+def hop_views(result: ClassifyResult) -> list[AttentionView]:
+    """The hops of one classified text (and of its hypothesis) as views (module docstring)."""
+    views = []
+    for kind, tokens, a in (("hops", result.tokens, result.attention), ("hops2", result.tokens2, result.attention2)):
+        if a:  # [] without attention pooling, None without a second sentence
+            weights = torch.tensor(a, dtype=torch.float32).unsqueeze(0)  # (1, R, n)
+            rows = [f"hop {r}" for r in range(1, len(a) + 1)]
+            views.append(AttentionView(kind, rows, list(tokens), [weights], TITLES[kind], ("words", "hops"), note(result)))
+    return views
+
+
+def views(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list[AttentionView]]:
+    return [hop_views(r) for r in classify_texts(loaded, list(lines))]
+
+
+def records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
+    """The classifier's records (`api.classification_record`) with `maps`: its views in the report's format."""
+    out = []
+    for i, (text, r) in enumerate(zip(lines, classify_texts(loaded, list(lines)))):
+        maps = {v.kind: {"rows": v.rows, "cols": v.cols, "layers": [w.double().round(decimals=4).tolist() for w in v.layers]} for v in hop_views(r)}
+        out.append({**classification_record(i, text, r), **({"maps": maps} if maps else {})})
+    return out
+
+
+def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int, logit: bool = False) -> Callable[[Tensor], Tensor]:
+    """f(word embeddings (N, S, E)) = log p(c | x) (N,) (with `logit`, the logit of c) for one example `inputs` =
+    (tokens, keep[, tokens2, keep2]), each (1, S): the embeddings replace what `model.embedding` gives the (first)
+    sentence, through a forward hook."""
+
+    def f(e: Tensor) -> Tensor:  # (N, S, E) -> (N,)
+        n, seen = e.size(0), []
+
+        def hook(module, args, out):
+            if seen:  # a pair's hypothesis, through the same module, keeps its own embeddings
+                return None
+            seen.append(True)
+            return e.to(out.dtype)  # (N, S, E)
+
+        handle = model.embedding.register_forward_hook(hook)
+        try:
+            with torch.backends.cudnn.flags(enabled=False):  # cuDNN's LSTM has no backward in eval mode
+                logits = model(*(t.expand(n, -1) for t in inputs)).logits  # (N, C)
+        finally:
+            handle.remove()
+        return (logits.float() if logit else logits.float().log_softmax(dim=-1))[:, c]  # (N,)
+
+    return f
+
+
+def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
+    """(f: word embeddings (N, n, E) -> log p(c) (N,), the line's word embeddings (n, E), what f scores) for class
+    c = `output` (default: the one the model chose), as the module docstring says."""
+    labels = loaded.vocabs.labels.labels
+    result = classify_texts(loaded, [line])[0]
+    c = labels.index(result.label) if output is None else output
+    if not 0 <= c < len(labels):
+        raise AttnkitError(f"{loaded.folder}: --output {c}: the model has {len(labels)} classes (0-{len(labels) - 1}: {', '.join(labels)})")
+    inputs = model_inputs(loaded, line)  # (tokens, keep[, tokens2, keep2]), each (1, S)
+    with torch.no_grad():
+        x = loaded.model.embedding(inputs[0])[0].float()  # (n, E)
+    return class_score(loaded.model, inputs, c), x, f"class {c} ({labels[c]})"
