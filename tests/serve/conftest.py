@@ -38,6 +38,15 @@ class LiveServer:
         self.thread.join(timeout=10)
 
 
+@pytest.fixture
+def serve_app():
+    """Start a `LiveServer` for an app: `serve_app(app)`; every server started is stopped after the test."""
+    servers: list[LiveServer] = []
+    yield lambda app: servers.append(LiveServer(app)) or servers[-1]
+    for server in servers:
+        server.stop()
+
+
 @pytest.fixture(scope="module")
 def live_server(tiny_transformer_run, tiny_sase_run):
     """The tiny Transformer as `tiny` (first) and the tiny classifier as `sase`, batching requests

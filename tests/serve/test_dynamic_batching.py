@@ -112,17 +112,13 @@ def test_one_worker_runs_one_batch_at_a_time():
         batcher.close()
 
 
-def test_two_batch_workers_answer_each_request_as_alone(tiny_transformer_run):
-    from conftest import LiveServer  # tests/serve/conftest.py
-
+def test_two_batch_workers_answer_each_request_as_alone(tiny_transformer_run, serve_app):
     loaded = load_run(tiny_transformer_run)
-    server = LiveServer(create_app({"pair": loaded}, Limits(max_texts=16, max_chars=200), Batching(window_ms=50, max_batch=2, workers=2)))
-    try:
-        with httpx.Client(base_url=server.url, timeout=30) as http, ThreadPoolExecutor(len(TEXTS)) as pool:
-            answers = list(pool.map(lambda text: http.post("/v1/translate", json={"texts": [text], "beam": 2}).json()["results"][0], TEXTS))
-            info = http.get("/v1/models").json()[0]["batching"]
-    finally:
-        server.stop()
+    server = serve_app(create_app({"pair": loaded}, Limits(max_texts=16, max_chars=200), Batching(window_ms=50, max_batch=2, workers=2)))
+    with httpx.Client(base_url=server.url, timeout=30) as http, ThreadPoolExecutor(len(TEXTS)) as pool:
+        answers = list(pool.map(lambda text: http.post("/v1/translate", json={"texts": [text], "beam": 2}).json()["results"][0], TEXTS))
+        info = http.get("/v1/models").json()[0]["batching"]
+    server.stop()
     alone = [record(e) for text in TEXTS for e in explore(loaded, [text], explore_decode(loaded.run.decode, beam=2), maps=False)]
     assert [a["text"] for a in answers] == [a["text"] for a in alone] and [a["source"] for a in answers] == TEXTS
     assert info["workers"] == 2 and info["texts"] == len(TEXTS) and info["largest"] <= 2
