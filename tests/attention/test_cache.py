@@ -25,6 +25,26 @@ def test_reorder_selects_batch_rows():
     assert cache.k[:, 0, 0, 0].tolist() == [0.0, 1.0, 2.0]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_append_with_rows_equals_reorder_then_append(dtype):
+    torch.manual_seed(0)
+    cache = KVCache(torch.randn(3, 2, 4, 5).to(dtype), torch.randn(3, 2, 4, 5).to(dtype))
+    rows = torch.tensor([2, 2, 0, 1])  # repeated and reordered rows, one more than stored
+    step = KVCache(torch.randn(4, 2, 6, 5).to(dtype)[:, :, ::6], torch.randn(4, 2, 1, 5).to(dtype))  # k not contiguous
+    fused, plain = cache.append(step, rows), cache.reorder(rows).append(step)
+    assert fused.k.shape == (4, 2, 5, 5) and fused.k.is_contiguous() and fused.v.is_contiguous()
+    assert torch.equal(fused.k, plain.k) and torch.equal(fused.v, plain.v)
+    empty = KVCache(torch.zeros(3, 2, 0, 5, dtype=dtype), torch.zeros(3, 2, 0, 5, dtype=dtype))  # the first step
+    assert torch.equal(empty.append(step, rows).k, step.k)
+
+
+def test_append_with_rows_keeps_gradients():
+    cache = KVCache(torch.randn(2, 1, 3, 4, requires_grad=True), torch.randn(2, 1, 3, 4))
+    grown = cache.append(KVCache(torch.randn(2, 1, 1, 4), torch.randn(2, 1, 1, 4)), torch.tensor([1, 1]))
+    grown.k.sum().backward()
+    assert cache.k.grad[1].eq(2).all() and cache.k.grad[0].eq(0).all()
+
+
 def test_cache_is_immutable():
     cache = KVCache(torch.zeros(1, 1, 1, 1), torch.zeros(1, 1, 1, 1))
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -9,7 +9,7 @@ import pytest
 import torch
 from decode_toys import ToyGRU, random_batch
 
-from attnkit.decode.beam_state import BeamState, check_batch_first, expand_to_beams, gather_beams, map_state, per_sentence
+from attnkit.decode.beam_state import BeamState, check_batch_first, expand_to_beams, gather_beams, map_state, per_sentence, picked_by
 
 Pair = namedtuple("Pair", "left right")
 
@@ -79,6 +79,23 @@ def test_per_sentence_fields_are_not_copied_per_beam() -> None:
     picked = gather_beams(wide, torch.tensor([1, 1, 4, 5]), beam=2)
     assert picked.rows.tolist() == [0, 0, 2, 2]
     assert picked.memory[0].tolist() == [[0, 0], [2, 2]]
+
+
+@dataclass
+class Picked:
+    cache: torch.Tensor = picked_by("rows")  # (R0, 2) as stored
+    rows: torch.Tensor | None = None  # (R,) the stored row each row reads
+
+
+def test_picked_by_fields_are_not_copied_only_their_rows() -> None:
+    state = Picked(torch.tensor([[0, 0], [1, 1], [2, 2]]), torch.arange(3))
+    wide = expand_to_beams(state, 2)
+    assert wide.cache is state.cache and wide.rows.tolist() == [0, 0, 1, 1, 2, 2]
+    picked = gather_beams(wide, torch.tensor([1, 1, 4, 5]), beam=2)  # composed lazily: rows of rows
+    assert picked.cache is state.cache and picked.rows.tolist() == [0, 0, 2, 2]
+    assert picked.cache[picked.rows].tolist() == gather_beams(expand_to_beams(state.cache, 2), torch.tensor([1, 1, 4, 5])).tolist()
+    plain = gather_beams(Picked(state.cache), torch.tensor([2, 0]))  # rows None: mapped as any field
+    assert plain.cache.tolist() == [[2, 2], [0, 0]] and plain.rows is None
 
 
 def test_map_state_reaches_every_tensor() -> None:

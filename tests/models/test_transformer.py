@@ -1,5 +1,6 @@
 """The Transformer: equations of sec. 3, cached decoding, padding invariance, weight tying."""
 
+import dataclasses
 import math
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from attnkit.attention.positional import sinusoidal_encoding
+from attnkit.decode.beam_state import expand_to_beams, gather_beams
 from attnkit.models.transformer import FeedForward, Transformer
 from attnkit.precision import quantize_int8
 
@@ -89,6 +91,25 @@ def test_cached_decoding_equals_full_forward(pre_norm, widths):
         torch.testing.assert_close(attn.sum(-1), torch.ones(3))
         assert (attn[~src_keep] == 0).all()
     assert state.position == tgt_in.size(1) and state.self_kv[0].k.shape[2] == tgt_in.size(1)
+
+
+@torch.no_grad()
+def test_reordered_steps_copy_the_caches_once_and_equal_eager_reordering():
+    """gather_beams picks only `rows`; the next step copies those cache rows as it appends to them."""
+    model = make()
+    src, src_keep, tgt_in = batch()
+    start = model.init_state(model.encode(src, src_keep), src_keep)
+    lazy = expand_to_beams(start, 2)  # rows (6,), the caches' 3 rows as stored
+    eager = expand_to_beams(dataclasses.replace(start, rows=None), 2)  # every reorder copies the caches at once
+    for t, index in enumerate([torch.tensor([1, 0, 2, 2, 5, 4]), torch.tensor([0, 0, 4, 5])]):
+        prev = tgt_in[:, t : t + 1].repeat_interleave(2, dim=0)[: lazy.rows.size(0)]  # (R, 1)
+        (a, lazy, _), (b, eager, _) = model.step(prev, lazy), model.step(prev, eager)
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+        lazy, eager = gather_beams(lazy, index, 2), gather_beams(eager, index, 2)
+        assert lazy.self_kv[0].k.size(0) == 6 and eager.self_kv[0].k.size(0) == index.size(0)  # not copied yet
+    prev = tgt_in[:2, 2:3].repeat_interleave(2, dim=0)  # (4, 1): the same tokens for both
+    a, b = model.step(prev, lazy)[0], model.step(prev, eager)[0]
+    torch.testing.assert_close(a, b, atol=0, rtol=0)
 
 
 def test_padding_does_not_change_a_sentence():

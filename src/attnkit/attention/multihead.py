@@ -195,12 +195,19 @@ class MultiHeadAttention(nn.Module):
         return self._attend_heads(q, kv, mask, need_weights, head_mask)  # (B, T, D), (B, H, T, S)
 
     def attend_incremental(
-        self, x: Tensor, cache: KVCache, mask: Tensor | None = None, *, need_weights: bool = True, head_mask: Tensor | None = None
+        self,
+        x: Tensor,
+        cache: KVCache,
+        mask: Tensor | None = None,
+        *,
+        need_weights: bool = True,
+        head_mask: Tensor | None = None,
+        rows: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None, KVCache]:
         """Self-attention of T new positions (a decoder step) over themselves and the cached earlier ones.
 
-        Equals ``kv = cache.append(project_kv(x, x)); attend(x, kv, mask)``, with the queries, keys
-        and values projected by one matmul.
+        Equals ``kv = cache.append(project_kv(x, x), rows); attend(x, kv, mask)``, with the queries,
+        keys and values projected by one matmul.
 
         Args:
             x: ``(B, T, D)`` the new positions.
@@ -208,16 +215,18 @@ class MultiHeadAttention(nn.Module):
             mask: boolean keep-mask broadcastable to ``(B, H, T, S0 + T)``, or ``None``.
             need_weights: ``False`` lets several queries use ``F.scaled_dot_product_attention``.
             head_mask: per-head gate ``(H,)`` or ``(B, H)``, or ``None``.
+            rows: ``(B,)`` the rows of ``cache`` that the B positions continue (beam search's
+            reordering, copied once with the append), or ``None``: all of them, in order.
 
         Returns:
             context ``(B, T, D)``, weights ``(B, H, T, S0 + T)`` (or ``None``) and the cache
             extended by the T positions.
         """
         if not self._fusable:
-            kv = cache.append(self.project_kv(x, x))  # (B, H, S0 + T, E)
+            kv = cache.append(self.project_kv(x, x), rows)  # (B, H, S0 + T, E)
             return (*self.attend(x, kv, mask, need_weights=need_weights, head_mask=head_mask), kv)
         q, k, v = self._project_qkv(x)  # (B, H, T, E) each
-        kv = cache.append(KVCache(k, v))  # (B, H, S0 + T, E)
+        kv = cache.append(KVCache(k, v), rows)  # (B, H, S0 + T, E)
         return (*self._attend_heads(q, kv, mask, need_weights, head_mask), kv)
 
     def _project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:

@@ -11,6 +11,11 @@ functions here map over it without knowing the model (house rule 6: no `isinstan
 A dataclass field made with `per_sentence()` holds one row per source sentence, shared by all its
 beams (e.g. the encoder memory's projected keys and values): `expand_to_beams` leaves it as is and
 `gather_beams` only drops the rows of finished sentences, so it is never copied per beam or step.
+
+A field made with `picked_by("rows")` is picked lazily: `map_state` maps the dataclass's `rows`
+field (which stored row each row reads) and leaves this one as is, so that a search's reorder costs
+no copy; the model copies the picked rows once, when it next extends them (e.g. a self-attention
+cache, `KVCache.append(new, rows)`). Where `rows` is None the field is mapped as any other.
 """
 
 from __future__ import annotations
@@ -32,11 +37,16 @@ def per_sentence() -> Any:
     return dataclasses.field(metadata={"per_sentence": True})
 
 
+def picked_by(rows: str) -> Any:
+    """A dataclass field whose rows are those its dataclass's tensor field `rows` (R,) lists (see the module doc)."""
+    return dataclasses.field(metadata={"picked_by": rows})
+
+
 def map_state(state: StateT, fn: Fn, sentence_fn: Fn | None = None) -> StateT:
     """Apply `fn` to every tensor in a decoder state, recursively.
 
     Dataclasses are rebuilt with `dataclasses.replace` (fields with `init=False` are left to the
-    dataclass), lists and tuples (named tuples too) and dicts are rebuilt with the same type;
+    dataclass, `picked_by` fields are left as they are unless their rows field is None), lists and tuples (named tuples too) and dicts are rebuilt with the same type;
     anything else (None, ints, strings) is returned as is.
 
     Args:
@@ -52,7 +62,8 @@ def map_state(state: StateT, fn: Fn, sentence_fn: Fn | None = None) -> StateT:
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
         changes = {}
         for f in dataclasses.fields(state):
-            if f.init:
+            rows = f.metadata.get("picked_by")
+            if f.init and (rows is None or getattr(state, rows) is None):
                 inner = sentence_fn if f.metadata.get("per_sentence") and sentence_fn is not None else fn
                 changes[f.name] = map_state(getattr(state, f.name), inner, sentence_fn)
         return dataclasses.replace(state, **changes)

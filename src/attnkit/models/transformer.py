@@ -31,7 +31,7 @@ from attnkit.attention.cache import KVCache
 from attnkit.attention.masks import causal_mask
 from attnkit.attention.multihead import MultiHeadAttention
 from attnkit.attention.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from attnkit.decode.beam_state import per_sentence
+from attnkit.decode.beam_state import per_sentence, picked_by
 from attnkit.models.dropout import Dropout
 from attnkit.models.maps import AttentionMaps
 
@@ -141,6 +141,7 @@ class DecoderLayer(nn.Module):
         need_self_weights: bool = False,
         need_cross_weights: bool = False,
         gates: tuple[Tensor | None, Tensor | None] = (None, None),
+        rows: Tensor | None = None,
     ) -> tuple[Tensor, KVCache | None, LayerAttention]:
         """Run the layer on T new positions of R = B*K rows, K consecutive rows per sentence.
 
@@ -151,6 +152,7 @@ class DecoderLayer(nn.Module):
             self_keep: causal keep-mask broadcastable to (R, 1, T, T0 + T), or None (single step).
             cross_keep: source keep-mask (B, 1, 1, S).
             gates: head gates (H,) of the self and the cross attention, or None each.
+            rows: (R,) the rows of self_kv the R rows continue (picked as the cache is extended), or None.
 
         Returns:
             x (R, T, D), the self-attention cache extended by T positions (None for a full pass),
@@ -161,7 +163,7 @@ class DecoderLayer(nn.Module):
             kv = None
             a, self_w = self.self_attn(h, h, h, self_keep, need_weights=need_self_weights, head_mask=gates[0])  # (R, T, D)
         else:  # a step: one fused Q/K/V projection of the new positions; kv (R, H, T0 + T, E)
-            a, self_w, kv = self.self_attn.attend_incremental(h, self_kv, self_keep, need_weights=need_self_weights, head_mask=gates[0])  # (R, T, D)
+            a, self_w, kv = self.self_attn.attend_incremental(h, self_kv, self_keep, need_weights=need_self_weights, head_mask=gates[0], rows=rows)  # (R, T, D)
         x = self.res_self.outer(x, a)  # (R, T, D)
         a, cross_w = self._cross_attend(self.res_cross.inner(x), cross_kv, cross_keep, need_cross_weights, gates[1])  # (R, T, D)
         x = self.res_cross.outer(x, a)  # (R, T, D)
@@ -185,12 +187,17 @@ class DecoderLayer(nn.Module):
 
 @dataclass
 class TransformerState:
-    """Decoding state: per-layer self-attention caches (grow a step) and cross-attention K/V."""
+    """Decoding state: per-layer self-attention caches (grow a step) and cross-attention K/V.
 
-    self_kv: list[KVCache]  # (R, H, t, E) per layer, R = B*K rows in beam search
+    A search's reordering picks `rows` only; the next step copies those rows of the caches once,
+    as it appends to them (`KVCache.append(new, rows)`). `rows` None: the caches' rows as they are.
+    """
+
+    self_kv: list[KVCache] = picked_by("rows")  # (R0, H, t, E) per layer, as stored
     cross_kv: list[KVCache] = per_sentence()  # (B, H, S, E) per layer
     src_keep: Tensor = per_sentence()  # (B, 1, 1, S)
     position: int = 0
+    rows: Tensor | None = None  # (R,) the row of self_kv each of the R = B*K rows continues
 
 
 class Transformer(nn.Module):
@@ -348,6 +355,7 @@ class Transformer(nn.Module):
             cross_kv=self._cross_kv(memory),
             src_keep=src_keep[:, None, None, :],  # (B, 1, 1, S)
             position=0,
+            rows=torch.arange(B, device=memory.device),  # (B,)
         )
 
     def step(
@@ -369,11 +377,12 @@ class Transformer(nn.Module):
         new_kv = []
         last = len(self.decoder_layers) - 1
         for i, (layer, self_kv, cross_kv) in enumerate(zip(self.decoder_layers, state.self_kv, state.cross_kv)):
-            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_cross_weights=i == last, gates=_decoder_gates(head_mask, i))
+            x, kv, w = layer(x, self_kv, cross_kv, None, state.src_keep, need_cross_weights=i == last, gates=_decoder_gates(head_mask, i), rows=state.rows)
             new_kv.append(kv)
         logits = self.logits(self.decoder_norm(x[:, -1]))  # (B, V)
         attn = w.cross_attn.mean(dim=1)[:, -1]  # (B, S)
-        return logits, TransformerState(new_kv, state.cross_kv, state.src_keep, state.position + 1), attn
+        rows = None if state.rows is None else torch.arange(x.size(0), device=x.device)  # (B,) the caches are in order now
+        return logits, TransformerState(new_kv, state.cross_kv, state.src_keep, state.position + 1, rows), attn
 
 
 def _decoder_gates(head_mask: HeadMask | None, layer: int) -> tuple[Tensor | None, Tensor | None]:
