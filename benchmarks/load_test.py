@@ -41,8 +41,8 @@ def free_port() -> int:
 
 def start_server(args: argparse.Namespace, max_batch: int, port: int) -> subprocess.Popen:
     command = [sys.executable, "-m", "attnkit", "serve", args.run, "--port", str(port), "--batch-window-ms", str(args.window_ms),
-               "--max-batch", str(max_batch), "--max-texts", "1", "--dtype", args.dtype, "--batch-workers", str(args.workers),
-               "--engine", args.engine]  # fmt: skip
+               "--max-batch", str(max_batch), "--max-texts", "1", "--dtype", args.dtype, "--engine", args.engine,
+               *(["--batch-workers", str(args.workers)] if args.workers else [])]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -106,7 +106,7 @@ def measure(args: argparse.Namespace, mode: str, sentences: list[str]) -> dict:
         "p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
         "p99_ms": round(1000 * p99, 1) if p99 is not None else None,
         "mean_batch": round(stats["texts"] / max(stats["calls"], 1), 2), "largest_batch": stats["largest"],
-        "clients": args.clients, "seconds": args.seconds, "window_ms": args.window_ms, "max_batch": max_batch, "workers": args.workers,
+        "clients": args.clients, "seconds": args.seconds, "window_ms": args.window_ms, "max_batch": max_batch, "workers": stats["workers"],
         "engine": info["engine"],
         "beam": info["beam"] if args.beam is None else args.beam, "alpha": info["alpha"], "dtype": args.dtype,
         "texts_per_request": 1, "cpus": os.cpu_count(), "note": args.note,
@@ -123,7 +123,7 @@ def main() -> None:
     p.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam)")
     p.add_argument("--window-ms", type=float, default=5.0, help="batching window of the batched mode")
     p.add_argument("--max-batch", type=int, default=32, help="texts per model call in the batched mode")
-    p.add_argument("--workers", type=int, default=1, help="batches decoded at once (attnkit serve --batch-workers)")
+    p.add_argument("--workers", type=int, help="batches decoded at once (attnkit serve --batch-workers; default: serve's, one per thread)")
     p.add_argument("--engine", choices=["attnkit", "ctranslate2"], default="attnkit", help="what decodes (attnkit serve --engine)")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--modes", nargs="+", choices=["batched", "unbatched"], default=["unbatched", "batched"])

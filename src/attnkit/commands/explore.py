@@ -153,10 +153,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     extras.require("attnkit serve", "fastapi", "uvicorn")  # before the app (it imports fastapi) and the models load
     check_engine(args.engine, FAMILIES.values(), "attnkit serve")
+    import torch
+
     from attnkit.serve.app import Batching, Limits, serve
 
+    workers = args.batch_workers or torch.get_num_threads()  # as `translate --workers`: a step's small operations share threads badly
     serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars, args.max_cells),
-          batching=Batching(args.batch_window_ms, args.max_batch, args.batch_workers), checkpoint=args.checkpoint, dtype=args.dtype,
+          batching=Batching(args.batch_window_ms, args.max_batch, workers), checkpoint=args.checkpoint, dtype=args.dtype,
           hf=args.hf or (), engine=args.engine)  # fmt: skip
     return 0
 
@@ -246,8 +249,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights of one /attention page (default {MAX_CELLS:,})")
     p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
     p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
-    p.add_argument("--batch-workers", type=positive_int, default=1,
-                   help="batches decoded at once per model, one thread each with threads/N intra-op threads (default 1)")  # fmt: skip
+    p.add_argument("--batch-workers", type=positive_int,
+                   help="batches decoded at once per model, one thread each with threads/N intra-op threads (default: the number of threads)")  # fmt: skip
     add_checkpoint(p)
     add_dtype(p)
     from attnkit.families import FAMILIES
