@@ -10,6 +10,7 @@ import json
 import os
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,25 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 if not Path(CHROMIUM).is_file():
     pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium; .ci/run installs it)", allow_module_level=True)
+
+
+@contextmanager
+def served(app):
+    """The app served by uvicorn in a thread on a free 127.0.0.1 port: yields its base URL, stops after the block."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e .[dev])")
 
 INKED = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
@@ -86,19 +106,11 @@ def test_head_view_model_view_and_export(page, hf_folder, tmp_path, name, kinds)
 
 
 def test_the_served_attention_page(page, hf_folder):
-    import uvicorn
-
     from attnkit.serve.app import Limits, create_app, load_hf
 
     app = create_app({}, Limits(max_chars=200), hf=load_hf([str(hf_folder("marian"))]))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        page.goto(f"http://127.0.0.1:{port}/attention")
+    with served(app) as url:
+        page.goto(f"{url}/attention")
         page.wait_for_selector("#model option[value=marian]", state="attached")
         page.fill("#text", TEXT)
         page.fill("#target", "the dog sat .")
@@ -116,9 +128,6 @@ def test_the_served_attention_page(page, hf_folder):
         page.click("#submit")
         page.wait_for_function("document.getElementById('status').textContent.startsWith('error')")
         assert page.locator("#status").inner_text() == "error 413: text: 299 characters, at most 200"  # (trimmed)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
     assert [e for e in page.errors if "status of 413" not in e] == []  # the refused request is logged by the browser
 
 
@@ -148,8 +157,6 @@ def test_a_sentence_classifier_on_the_report_and_the_served_page(page, tiny_sase
     /attention page shows the class and probabilities as the note, the hops, and the attributions of the class
     beside the hops' mean."""
     pytest.importorskip("captum")
-    import uvicorn
-
     from attnkit.cli import main
     from attnkit.families import load_run
     from attnkit.serve.app import create_app
@@ -167,14 +174,8 @@ def test_a_sentence_classifier_on_the_report_and_the_served_page(page, tiny_sase
     assert inked(page, ".attn-modelview canvas.attn-canvas") > 100
     assert page.errors == []
 
-    server = uvicorn.Server(uvicorn.Config(create_app({"sase": load_run(tiny_sase_run)}), host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        page.goto(f"http://127.0.0.1:{port}/attention")
+    with served(create_app({"sase": load_run(tiny_sase_run)})) as url:
+        page.goto(f"{url}/attention")
         page.wait_for_selector("#model option[value=sase]", state="attached")
         page.fill("#text", "T1 t2 t3 t4")
         page.check("#attr-ig")
@@ -185,9 +186,6 @@ def test_a_sentence_classifier_on_the_report_and_the_served_page(page, tiny_sase
         assert page.locator(".attn-attr-title").inner_text().startswith("attributions of class ")
         assert page.locator(".attn-tau td").first.inner_text() == "attention hops, layer 1 (mean over heads and queries)"
         assert page.errors == []
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def long_model(folder: Path, positions: int = 2048) -> Path:

@@ -21,11 +21,12 @@ to run the model from its embeddings (or replace the embedding output with a for
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from attnkit.errors import AttnkitError
 from attnkit.extras import load
@@ -127,3 +128,24 @@ def integrated_gradients(
             f"at {out.steps} steps: use more steps"
         )
     return out
+
+
+@contextmanager
+def embeddings_replaced(module: nn.Module, e: Tensor) -> Iterator[None]:
+    """Within the block, the first call of `module` (an embedding layer) gives `e` (N, S, E) instead of its output,
+    which is how a score f(embeddings) runs the rest of a model; later calls of the same module (a decoder's, with
+    a joint vocabulary, or a pair's second sentence) keep their own. cuDNN is off: its LSTM has no backward in eval mode."""
+    seen = []
+
+    def hook(module: nn.Module, args: object, out: Tensor) -> Tensor | None:
+        if seen:
+            return None
+        seen.append(True)
+        return e.to(out.dtype)  # (N, S, E)
+
+    handle = module.register_forward_hook(hook)
+    try:
+        with torch.backends.cudnn.flags(enabled=False):
+            yield
+    finally:
+        handle.remove()

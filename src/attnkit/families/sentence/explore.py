@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from attnkit.analysis.attribution import embeddings_replaced
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import ExploreOptions
@@ -70,20 +71,8 @@ def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int, logit: boo
     sentence, through a forward hook."""
 
     def f(e: Tensor) -> Tensor:  # (N, S, E) -> (N,)
-        n, seen = e.size(0), []
-
-        def hook(module, args, out):
-            if seen:  # a pair's hypothesis, through the same module, keeps its own embeddings
-                return None
-            seen.append(True)
-            return e.to(out.dtype)  # (N, S, E)
-
-        handle = model.embedding.register_forward_hook(hook)
-        try:
-            with torch.backends.cudnn.flags(enabled=False):  # cuDNN's LSTM has no backward in eval mode
-                logits = model(*(t.expand(n, -1) for t in inputs)).logits  # (N, C)
-        finally:
-            handle.remove()
+        with embeddings_replaced(model.embedding, e):  # a pair's hypothesis keeps its own embeddings
+            logits = model(*(t.expand(e.size(0), -1) for t in inputs)).logits  # (N, C)
         return (logits.float() if logit else logits.float().log_softmax(dim=-1))[:, c]  # (N,)
 
     return f

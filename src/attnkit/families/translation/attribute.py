@@ -22,6 +22,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from attnkit.analysis.attribution import embeddings_replaced
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.data.batching import collate
 from attnkit.data.vocab import EOS
@@ -43,20 +44,9 @@ def token_score(model: nn.Module, src: Tensor, src_keep: Tensor, tgt_in: Tensor,
     """
 
     def f(e: Tensor) -> Tensor:  # (N, S, D) -> (N,)
-        n, seen = e.size(0), []
-
-        def hook(module, args, out):
-            if seen:  # a joint vocabulary: the decoder's call to the same module keeps its own output
-                return None
-            seen.append(True)
-            return e.to(out.dtype)  # (N, S, D)
-
-        handle = model.src_embed.register_forward_hook(hook)
-        try:
-            with torch.backends.cudnn.flags(enabled=False):  # cuDNN's LSTM has no backward in eval mode
-                logits = model(src.expand(n, -1), src_keep.expand(n, -1), tgt_in.expand(n, -1))  # (N, T, V)
-        finally:
-            handle.remove()
+        n = e.size(0)
+        with embeddings_replaced(model.src_embed, e):  # a joint vocabulary: the decoder's call keeps its own output
+            logits = model(src.expand(n, -1), src_keep.expand(n, -1), tgt_in.expand(n, -1))  # (N, T, V)
         return logits[:, t].float().log_softmax(dim=-1)[:, token]  # (N,)
 
     return f
