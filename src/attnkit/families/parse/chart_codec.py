@@ -11,7 +11,7 @@ training trees (`chart.gold_spans`: unary chains as compound labels).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,9 @@ import torch
 from torch import Tensor
 
 from attnkit.data.batching import pad
-from attnkit.data.vocab import BOS, EOS, PAD, Vocabulary
+from attnkit.data.vocab import BOS, EOS, PAD, UNK, Vocabulary
 from attnkit.families.parse.chart import EMPTY_LABEL, gold_chart, gold_spans
-from attnkit.families.parse.codec import build_vocabs, source_ids
+from attnkit.families.parse.codec import build_vocabs, signature, source_ids
 from attnkit.families.parse.trees import Tree
 
 
@@ -77,6 +77,19 @@ def char_ids(vocabs: ChartVocabs, words: Sequence[str]) -> list[list[int]]:
 def encode_words(vocabs: ChartVocabs, words: Sequence[str]) -> ChartExample:
     """A sentence to parse (no gold spans or tags)."""
     return ChartExample(source_ids(vocabs, words), char_ids(vocabs, words), [], [])  # type: ignore[arg-type]
+
+
+def unknown_ids(vocabs: ChartVocabs, words: Sequence[str]) -> list[int]:
+    """The id each word would have if it were unknown: its signature's (with signatures), else `<unk>`."""
+    return vocabs.words.encode([signature(word) for word in words]) if vocabs.signatures else [UNK] * len(words)
+
+
+def drop_words(example: ChartExample, unknown: Sequence[int], counts: Sequence[int], alpha: float) -> ChartExample:
+    """Word dropout: `example` with each word of training count c replaced by its `unknown` id
+    with probability alpha / (alpha + c) (torch's generator, so a resumed run draws the same)."""
+    c = torch.tensor(counts, dtype=torch.float32)  # (n,)
+    drop = torch.rand(len(counts)) < alpha / (alpha + c)  # (n,)
+    return replace(example, words=torch.where(drop, torch.tensor(unknown), torch.tensor(example.words)).tolist())
 
 
 def encode_chart_tree(vocabs: ChartVocabs, tree: Tree) -> ChartExample:

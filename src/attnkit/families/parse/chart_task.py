@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -35,8 +36,10 @@ from attnkit.families.parse.chart_codec import (
     build_chart_vocabs,
     chart_of,
     collate,
+    drop_words,
     encode_chart_tree,
     scores_of,
+    unknown_ids,
     vocabs_from_json,
     vocabs_to_json,
 )  # fmt: skip
@@ -105,18 +108,20 @@ class ChartData:
     train: list[ChartExample]
     valid: list[ChartExample]
     dev_gold: list[str]
+    train_unknown: list[list[int]]  # each training word's id as an unknown word (`unknown_ids`)
+    train_counts: list[list[int]]  # each training word's count in the training trees
 
 
 def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> ChartData:
     """The prepared chart data of `run`: read from the cache, or read and encoded into it."""
     path = run.data.treebank_path(data_dir)
     settings = run.data.model_dump(mode="json", exclude={"treebank"})
-    key = data_key({"family": "parsing", "kind": "chart", "data": settings}, treebank_files(path))
+    key = data_key({"family": "parsing", "kind": "chart", "format": 2, "data": settings}, treebank_files(path))
     folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
     ids = load_sequences(folder / "examples.safetensors")
     vocabs = vocabs_from_json(info["vocabs"], folder)
-    return ChartData(vocabs, _examples(ids, "train"), _examples(ids, "valid"), info["dev_gold"])
+    return ChartData(vocabs, _examples(ids, "train"), _examples(ids, "valid"), info["dev_gold"], ids["train_unknown"], ids["train_counts"])
 
 
 def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
@@ -133,6 +138,9 @@ def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
         sequences[f"{name}_char_lengths"] = [[len(word) for word in e.chars] for e in encoded]
         sequences[f"{name}_spans"] = [[x for span in e.spans for x in span] for e in encoded]
         sequences[f"{name}_tags"] = [e.tags for e in encoded]
+    counts = Counter(word for tree in train for word in tree.words())
+    sequences["train_unknown"] = [unknown_ids(vocabs, tree.words()) for tree in train]
+    sequences["train_counts"] = [[counts[word] for word in tree.words()] for tree in train]
     save_sequences(folder / "examples.safetensors", sequences)
     info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in splits["dev"]]}
     (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")
@@ -161,7 +169,10 @@ class ChartTask:
         return build(self.run, self.vocabs)
 
     def collate(self, index: list[int]) -> ChartBatch:
-        return collate(self.data.train, index)
+        alpha, data = self.run.model.word_dropout_alpha, self.data  # type: ignore[union-attr]
+        if not alpha:
+            return collate(data.train, index)
+        return collate([drop_words(data.train[i], data.train_unknown[i], data.train_counts[i], alpha) for i in index], range(len(index)))
 
     def size(self, batch: ChartBatch) -> int:
         return batch.n_words

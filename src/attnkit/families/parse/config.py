@@ -33,7 +33,8 @@ class ParseData(Strict):
     word as ``XX`` in the target (Vinyals et al. 2015), `words` writes the word itself.
     Training trees of more than `max_len` words are left out (dev and test trees never are);
     words seen fewer than `min_freq` times in training are `<unk>` (`unknown: unk`) or their
-    shape-and-suffix class (`unknown: signature`, `codec.signature`).
+    shape-and-suffix class (`unknown: signature`, `codec.signature`). `train_fraction` keeps only
+    the first part of the training trees, in file order (for data-efficiency studies).
     """
 
     treebank: str | None = None
@@ -42,6 +43,7 @@ class ParseData(Strict):
     max_len: PositiveInt = 100
     min_freq: PositiveInt = 2
     unknown: Literal["unk", "signature"] = "unk"
+    train_fraction: float = Field(1.0, gt=0.0, le=1.0)
 
     @property
     def keep_words(self) -> bool:
@@ -81,6 +83,10 @@ class ChartModel(Strict):
     `d_model` (the paper's 1024); the content and the position partitions are d_model/2 each.
     `words`: word embeddings added to the character-level representations; `tagger`: predict the
     POS tags (for EVALB) with a linear layer on the encoder, trained with the parse.
+    `word_dropout_alpha` (training only, 0: off): a word seen c times in the training trees is read
+    as an unknown word (its signature, or `<unk>`) with probability alpha / (alpha + c), so that the
+    character-level representations learn to stand alone as they must for unknown words (the
+    reference code of Kitaev & Klein replaces a word by UNK with probability 1 / (1 + c)).
     """
 
     kind: Literal["chart"]
@@ -98,6 +104,7 @@ class ChartModel(Strict):
     max_positions: PositiveInt = 302
     words: bool = True
     tagger: bool = True
+    word_dropout_alpha: float = Field(0.0, ge=0.0)
 
     @property
     def width(self) -> int:

@@ -83,9 +83,11 @@ def treebank_files(path: Path) -> list[Path]:
 
 
 def read_splits(run: ParseRun, path: Path) -> dict[str, list[Tree]]:
-    """Train/dev/test trees of the treebank at `path`, preprocessed (`data.split` picks the split)."""
+    """Train/dev/test trees of the treebank at `path`, preprocessed (`data.split` picks the split;
+    `data.train_fraction` keeps the first part of the training trees)."""
     files = preprocess_treebank(read_treebank(path))
-    return (split_sample if run.data.split == "sample" else split_wsj)(files)
+    splits = (split_sample if run.data.split == "sample" else split_wsj)(files)
+    return {**splits, "train": splits["train"][: max(1, round(len(splits["train"]) * run.data.train_fraction))]}
 
 
 def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
