@@ -186,3 +186,43 @@ def test_packing_is_a_no_op_on_cuda():
     packed_model = pack_linears(copy.deepcopy(model))
     assert_same_outputs(decode_all(packed_model, "cuda"), decode_all(model, "cuda"), 0.0)
     assert not any(m.packed_cache for m in packed_model.modules() if hasattr(m, "packed_cache"))
+
+
+def lstm_cells() -> tuple[nn.LSTMCell, nn.LSTMCell]:
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(24, 40)
+    return cell.eval(), pack_linears(nn.Sequential(copy.deepcopy(cell)))[0]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 64])
+def test_packed_lstm_cell_equals_nn_lstm_cell(batch):
+    plain, cell = lstm_cells()
+    assert type(cell) is packed.PackedLSTMCell
+    x, h, c = torch.randn(batch, 24), torch.randn(batch, 40), torch.randn(batch, 40)
+    with torch.no_grad():
+        expected = plain(x, (h, c))
+        for _ in range(2):  # packed on the first call, kept for the second
+            got = cell(x, (h, c))
+            for a, b in zip(got, expected):
+                torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    assert set(cell.packed_cache) == {"stacked", "stacked.packed"}
+
+
+@BF16
+def test_bf16_packed_lstm_cell_equals_nn_lstm_cell():
+    plain, cell = lstm_cells()
+    plain, cell = plain.to(torch.bfloat16), cell.to(torch.bfloat16)
+    x, h, c = (torch.randn(8, n, dtype=torch.bfloat16) for n in (24, 40, 40))
+    with torch.no_grad():
+        for a, b in zip(cell(x, (h, c)), plain(x, (h, c))):
+            torch.testing.assert_close(a.float(), b.float(), atol=2e-2, rtol=2e-2)
+    assert cell.packed_cache
+
+
+def test_packed_lstm_cell_trains_as_nn_lstm_cell_and_packs_nothing():
+    plain, cell = lstm_cells()
+    x = torch.randn(4, 24)
+    for a, b in zip(cell(x), plain(x)):  # no state given, and autograd on: nn.LSTMCell's own path
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    cell(x, (torch.zeros(4, 40), torch.zeros(4, 40)))[0].sum().backward()
+    assert cell.weight_ih.grad is not None and not cell.packed_cache

@@ -5,8 +5,9 @@ A decoding step multiplies a few rows (one per beam) by every weight matrix of t
 (``torch.ops.mkldnn._linear_pointwise``) takes a weight reordered once into the blocked layout its
 kernels read (``_reorder_linear_weight``), and can apply a ReLU on the way out. ``pack_linears``
 turns a model's linear layers into ``PackedLinear`` (the same parameters and state dict, its class
-swapped), and gives a cache to every module that declares ``packed_cache = None`` for the weights
-it multiplies itself (stacked Q/K/V projections, a tied output projection).
+swapped), its LSTM cells into ``PackedLSTMCell`` (one packed GEMM of [x ; h] a step), and gives a
+cache to every module that declares ``packed_cache = None`` for the weights it multiplies itself
+(stacked Q/K/V projections, a tied output projection).
 
 The packed copy is made on first use and kept in the module's cache (``kept``), keyed on the
 source tensors' storage address and version counter: a weight changed in place (``load_state_dict``,
@@ -130,16 +131,36 @@ class PackedLinear(nn.Linear):
         return linear(x, self.weight, self.bias, self.packed_cache, "weight")  # (..., Dout)
 
 
+class PackedLSTMCell(nn.LSTMCell):
+    """`nn.LSTMCell` whose CPU inference is one GEMM of [x ; h] by the packed [W_ih | W_hh] (made by
+    `pack_linears`, not constructed): the gates i, f, g, o (PyTorch's order) of
+    ``W_ih x + b_ih + W_hh h + b_hh``, then ``c' = sigma(f) c + sigma(i) tanh(g)``, ``h' = sigma(o) tanh(c')``."""
+
+    packed_cache: PackedCache
+
+    def forward(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        if hx is None or x.dim() != 2 or self.bias_ih is None or not packable(x, self.weight_ih):
+            return super().forward(x, hx)
+        h, c = hx  # (B, H) each
+        sources = (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        weight, bias = kept(self.packed_cache, "stacked", sources, lambda: (torch.cat([self.weight_ih, self.weight_hh], 1), self.bias_ih + self.bias_hh))
+        gates = linear(torch.cat([x, h], dim=-1), weight, bias, self.packed_cache, "stacked.packed")  # (B, 4H)
+        i, f, g, o = gates.chunk(4, dim=-1)  # (B, H) each
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)  # (B, H)
+        return torch.sigmoid(o) * torch.tanh(c), c  # (B, H) each
+
+
 def pack_linears(model: nn.Module) -> nn.Module:
     """Pack `model` for CPU inference, in place (module docstring); returns it.
 
-    Every plain `nn.Linear` becomes a `PackedLinear` (quantised and other subclasses are left as
-    they are), and every module whose class declares `packed_cache = None` gets a cache. The
-    parameters and the state dict do not change.
+    Every plain `nn.Linear` becomes a `PackedLinear` and every plain `nn.LSTMCell` a
+    `PackedLSTMCell` (quantised and other subclasses are left as they are), and every module whose
+    class declares `packed_cache = None` gets a cache. The parameters and the state dict do not change.
     """
+    swaps = {nn.Linear: PackedLinear, nn.LSTMCell: PackedLSTMCell}
     for module in model.modules():
-        if type(module) is nn.Linear:
-            module.__class__ = PackedLinear
+        if type(module) in swaps:
+            module.__class__ = swaps[type(module)]
             module.packed_cache = PackedCache()
         elif hasattr(type(module), "packed_cache"):
             module.packed_cache = PackedCache()
