@@ -130,6 +130,8 @@ def process_group(device: torch.device) -> Iterator[World]:
         if world.size > 1:
             log.info("rank %d of %d (%s backend)", world.rank, world.size, dist.get_backend())
         yield world
+        if created:  # every rank done before any leaves: gloo aborts a rank whose peer tore the group down first
+            dist.barrier()
     finally:
         if quiet:
             log.setLevel(previous_level)
