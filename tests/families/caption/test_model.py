@@ -3,6 +3,8 @@ greedy, batch invariance), the doubly stochastic penalty, and the cached feature
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,7 @@ from PIL import Image
 
 from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.beam import beam_search
-from attnkit.decode.beam_state import check_batch_first
+from attnkit.decode.beam_state import check_batch_first, expand_to_beams
 from attnkit.decode.greedy import greedy
 from attnkit.families.caption import lite0
 from attnkit.families.caption.encoders import SmallCNN, cached_features, grid_features
@@ -66,6 +68,23 @@ def test_beam_one_equals_greedy_and_batch_invariance(attention):
     assert alone.tokens == g[2].tokens and alone.log_prob == pytest.approx(g[2].log_prob, abs=1e-5)
     beams = beam_search(model, cells, keep, beam=3, nbest=3, alpha=0.0, **limits)
     assert all(len(n) == 3 and n[0].score >= n[1].score >= n[2].score for n in beams)
+
+
+@pytest.mark.parametrize("attention", ["soft", "mean"])
+def test_beams_share_their_images_annotations(attention):
+    """K beams of an image query its one row of annotations: the same step as K copies of the image."""
+    model = tiny(attention=attention).eval()
+    with torch.no_grad():
+        shared = expand_to_beams(model.init_state(model.encode(torch.randn(2, 16, 16), None)), 3)
+        assert shared.features.size(0) == 2 and shared.h.size(0) == 6  # annotations per image, h per beam
+        shared = dataclasses.replace(shared, h=torch.randn_like(shared.h))  # the beams have moved apart
+        copied = dataclasses.replace(shared, features=shared.features.repeat_interleave(3, 0),
+                                     projected=None if shared.projected is None else shared.projected.repeat_interleave(3, 0))  # fmt: skip
+        prev = torch.randint(4, 12, (6, 1))
+        logits, _, alpha = model.step(prev, shared)  # (6, V), (6, P)
+        logits_copied, _, alpha_copied = model.step(prev, copied)
+    torch.testing.assert_close(logits, logits_copied, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(alpha, alpha_copied, atol=1e-6, rtol=1e-6)
 
 
 def test_mean_context_is_uniform():

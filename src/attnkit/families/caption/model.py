@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from attnkit.attention.conv_block import ConvSelfAttention
 from attnkit.attention.spatial import SpatialAttention
 from attnkit.data.vocab import PAD
+from attnkit.decode.beam_state import per_sentence
 from attnkit.families.caption.codec import CaptionVocabs
 from attnkit.families.caption.config import CaptionRun
 from attnkit.families.caption.encoders import build_encoder, grid_features
@@ -34,12 +35,16 @@ from attnkit.models.dropout import Dropout
 
 @dataclass
 class CaptionState:
-    """The decoder state between steps (every tensor has the batch on dim 0)."""
+    """The decoder state between steps: R = B*K rows (K beams of B images; K = 1 outside beam search).
 
-    h: Tensor  # (B, H)
-    c: Tensor  # (B, H)
-    features: Tensor  # a (B, P, D)
-    projected: Tensor | None  # W_a a_i (B, P, A); None for the mean-context ablation
+    The annotations are one row per image, shared by its K beams (`per_sentence()` fields): a
+    search never copies them per beam or reorders them per step.
+    """
+
+    h: Tensor  # (R, H)
+    c: Tensor  # (R, H)
+    features: Tensor = per_sentence()  # a (B, P, D)
+    projected: Tensor | None = per_sentence()  # W_a a_i (B, P, A); None for the mean-context ablation
 
 
 @dataclass
@@ -114,29 +119,33 @@ class ShowAttendTell(nn.Module):
         return CaptionState(torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean)), memory, projected)
 
     def context(self, state: CaptionState) -> tuple[Tensor, Tensor]:
-        """z_t = beta_t sum_i alpha_ti a_i and alpha_t from h_{t-1}: ``(B, D)``, ``(B, P)``."""
+        """z_t = beta_t sum_i alpha_ti a_i and alpha_t from h_{t-1}: ``(R, D)``, ``(R, P)``.
+
+        The K = R / B rows of an image query its annotations together, as K queries of one row.
+        """
         a = state.features  # (B, P, D)
+        (B, P, D), R = a.shape, state.h.size(0)
         if self.attend is None:
-            alpha = a.new_full(a.shape[:2], 1.0 / a.size(1))  # (B, P)
-            z = a.mean(dim=1)  # (B, D)
+            alpha = a.new_full((R, P), 1.0 / P)  # (R, P)
+            z = a.mean(dim=1).repeat_interleave(R // B, dim=0)  # (R, D)
         else:
-            z, alpha = self.attend(state.h.unsqueeze(1), a, projected_features=state.projected)  # (B, 1, D), (B, 1, P)
-            z, alpha = z.squeeze(1), alpha.squeeze(1)  # (B, D), (B, P)
-        beta = torch.sigmoid(self.f_beta(state.h))  # (B, 1)
-        return beta * z, alpha  # (B, D), (B, P)
+            z, alpha = self.attend(state.h.view(B, R // B, -1), a, projected_features=state.projected)  # (B, K, D), (B, K, P)
+            z, alpha = z.reshape(R, D), alpha.reshape(R, P)  # (R, D), (R, P)
+        beta = torch.sigmoid(self.f_beta(state.h))  # (R, 1)
+        return beta * z, alpha  # (R, D), (R, P)
 
     def advance(self, embedded: Tensor, state: CaptionState) -> tuple[Tensor, CaptionState, Tensor]:
-        """One LSTM step on E y_{t-1} ``(B, E)``: the deep output's input ``(B, E)``, the state, alpha_t ``(B, P)``."""
-        z, alpha = self.context(state)  # (B, D), (B, P)
-        h, c = self.lstm(torch.cat([embedded, z], dim=-1), (state.h, state.c))  # (B, H) each
-        out = embedded + self.l_h(h) + self.l_z(z)  # (B, E)
+        """One LSTM step on E y_{t-1} ``(R, E)``: the deep output's input ``(R, E)``, the state, alpha_t ``(R, P)``."""
+        z, alpha = self.context(state)  # (R, D), (R, P)
+        h, c = self.lstm(torch.cat([embedded, z], dim=-1), (state.h, state.c))  # (R, H) each
+        out = embedded + self.l_h(h) + self.l_z(z)  # (R, E)
         return out, CaptionState(h, c, state.features, state.projected), alpha
 
     def step(self, prev_tokens: Tensor, state: CaptionState) -> tuple[Tensor, CaptionState, Tensor]:
-        """Decoding protocol: y_{t-1} ``(B, 1)`` -> (logits ``(B, V)``, state, alpha_t ``(B, P)``)."""
-        embedded = self.embedding(prev_tokens.long().squeeze(1))  # (B, E)
-        out, state, alpha = self.advance(embedded, state)  # (B, E), state, (B, P)
-        return self.l_o(self.dropout(out)), state, alpha  # (B, V)
+        """Decoding protocol: y_{t-1} ``(R, 1)`` -> (logits ``(R, V)``, state, alpha_t ``(R, P)``)."""
+        embedded = self.embedding(prev_tokens.long().squeeze(1))  # (R, E)
+        out, state, alpha = self.advance(embedded, state)  # (R, E), state, (R, P)
+        return self.l_o(self.dropout(out)), state, alpha  # (R, V)
 
     def forward(self, memory: Tensor, tokens_in: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher forcing: annotations ``(N, P, D)``, inputs BOS y_1 .. ``(N, T)`` -> deep-output
