@@ -64,14 +64,6 @@ def use_jemalloc(command: list[str]) -> None:
         os.execve(sys.executable, [sys.executable, *command], env)
 
 
-# Kernels kept while decoding (`artifacts.runs.load_run`): a search multiplies each weight by as
-# many row counts as it has live rows (64 down to 1 as sentences finish), about 320 shapes for a
-# Transformer decoder, so training's cap of 64 rebuilds kernels at every change of batch size.
-# 1,024 (both libraries' default) keeps them: greedy m30k-small 1.03-1.05x faster, peak RSS about
-# 150 MB higher (docs/decoding.md).
-DECODING_KERNEL_CACHE = 1024
-
-
 def limit_primitive_cache(capacity: int = 64) -> None:
     """Cap the two caches of compiled bf16 matmul kernels on the CPU (oneDNN's, and PyTorch's ideep
     layer above it) at `capacity` entries each, unless set already.

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from attnkit import __version__
-from attnkit.allocator import DECODING_KERNEL_CACHE, limit_primitive_cache
+from attnkit.allocator import limit_primitive_cache
 from attnkit.artifacts.checkpoint import find_checkpoint, load_weights
 from attnkit.attention.packed import pack_linears
 from attnkit.config.load import read_yaml, save_config, validate
@@ -128,7 +128,7 @@ def load_run(
         raise ConfigError(f"int8 decoding runs on the CPU only, not on {device}")
     run, vocabs = read_run(run_dir, family)
     checkpoint = find_checkpoint(run_dir, which)
-    limit_primitive_cache(max(run.train.kernel_cache, DECODING_KERNEL_CACHE))  # a shape per weight and live row count
+    limit_primitive_cache(run.train.kernel_cache)  # decoding brings a new matmul shape at every step
     model = family.build(run, vocabs)
     load_weights(model, checkpoint)
     if dtype == torch.qint8:
