@@ -74,12 +74,14 @@ class KVCache:
             New cache ``(B2, H, S + S2, E)``; ``self`` is unchanged. In inference mode it has room
             to grow in place (see the module doc).
         """
-        if rows is not None and torch.is_grad_enabled() and (self.k.requires_grad or other.k.requires_grad):
-            return self.reorder(rows).append(other)  # index_select(out=) has no gradient
-        grow = _may_grow()  # False under autograd: inference mode has none
-        S, S2 = self.length, other.length
-        if rows is None and not grow:  # training, tracing for export: plain concatenation
+        if torch.is_grad_enabled() and (self.k.requires_grad or other.k.requires_grad):
+            if rows is not None:
+                return self.reorder(rows).append(other)  # index_select(out=) has no gradient
             return KVCache(_cat(self.k, other.k), _cat(self.v, other.v))
+        grow = _may_grow()
+        if rows is None and not grow:  # e.g. traced for export: plain concatenation
+            return KVCache(_cat(self.k, other.k), _cat(self.v, other.v))
+        S, S2 = self.length, other.length
         room = self.room
         if rows is None and room is not None and room.fits(S, S2):  # write into the room: no copy of the cache
             room.k[:, :, S : S + S2] = other.k  # (B, H, S2, E)

@@ -68,7 +68,7 @@ def map_state(state: StateT, fn: Fn, sentence_fn: Fn | None = None) -> StateT:
             if rows is not None and getattr(state, rows) is None:  # stored in order: rows arange(R), mapped
                 first = _first_tensor(getattr(state, f.name))
                 changes[rows] = fn(torch.arange(first.size(0), device=first.device))  # (R,)
-            elif f.init and rows is None and f.name not in changes:  # a rows field set above stays set
+            elif f.init and rows is None and f.name not in changes:
                 inner = sentence_fn if f.metadata.get("per_sentence") and sentence_fn is not None else fn
                 changes[f.name] = map_state(getattr(state, f.name), inner, sentence_fn)
         return dataclasses.replace(state, **changes)
@@ -82,26 +82,12 @@ def map_state(state: StateT, fn: Fn, sentence_fn: Fn | None = None) -> StateT:
 
 
 def _first_tensor(state: Any) -> Tensor:
-    """The first tensor nested in a state (a depth-first search that stops there: no state is rebuilt)."""
-    found = _find_tensor(state)
-    if found is None:
+    """The first tensor nested in a state."""
+    found: list[Tensor] = []
+    map_state(state, lambda x: found.append(x) or x)
+    if not found:
         raise ValueError("a picked_by field holds no tensor")
-    return found
-
-
-def _find_tensor(state: Any) -> Tensor | None:
-    """The first tensor nested in a state, or None."""
-    if isinstance(state, Tensor):
-        return state
-    if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        parts: Any = (getattr(state, f.name) for f in dataclasses.fields(state))
-    elif isinstance(state, (list, tuple)):
-        parts = state
-    elif isinstance(state, dict):
-        parts = state.values()
-    else:
-        return None
-    return next((t for t in map(_find_tensor, parts) if t is not None), None)
+    return found[0]
 
 
 def gather_beams(state: StateT, index: Tensor, beam: int = 1) -> StateT:
