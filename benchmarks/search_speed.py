@@ -86,9 +86,7 @@ def one_side(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     family = run_family(args.run).name
     loaded = load_run(args.run, args.checkpoint, dtype={"fp32": None, "bf16": torch.bfloat16}[args.dtype])
-    count, decode = {"translation": _translation, "parsing": _parsing, "captioning": _captioning}[family](
-        loaded, Path(args.data), args.n, args.beam or BEAMS[family]
-    )
+    count, decode = {"translation": _translation, "parsing": _parsing, "captioning": _captioning}[family](loaded, Path(args.data), args.n, args.beam or BEAMS[family])
     times, outputs = [], []
     for _ in range(args.repeats):
         started = time.perf_counter()
