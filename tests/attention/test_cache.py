@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 import torch
 
-from attnkit.attention.cache import MIN_ROOM, KVCache
+from attnkit.attention.cache import KVCache
 
 
 def test_append_concatenates_along_keys_and_returns_a_new_value():
@@ -49,35 +49,3 @@ def test_cache_is_immutable():
     cache = KVCache(torch.zeros(1, 1, 1, 1), torch.zeros(1, 1, 1, 1))
     with pytest.raises(dataclasses.FrozenInstanceError):
         cache.k = torch.ones(1, 1, 1, 1)
-
-
-@torch.inference_mode()
-def test_in_inference_mode_appends_in_order_write_into_the_room():
-    first = KVCache(torch.zeros(2, 3, 0, 5), torch.zeros(2, 3, 0, 5))
-    steps = [KVCache(torch.full((2, 3, 1, 5), float(t)), torch.full((2, 3, 1, 5), -float(t))) for t in range(MIN_ROOM + 2)]
-    caches = [first]
-    for step in steps:
-        caches.append(caches[-1].append(step))
-    grown = caches[-1]
-    assert grown.k.shape == (2, 3, MIN_ROOM + 2, 5)
-    assert grown.k[0, 0, :, 0].tolist() == [float(t) for t in range(MIN_ROOM + 2)] and grown.v[1, 2, -1, 4] == -(MIN_ROOM + 1)
-    assert caches[1].k.data_ptr() == caches[MIN_ROOM + 1].k.data_ptr()  # 1 + MIN_ROOM positions, written in place
-    assert caches[MIN_ROOM + 2].k.data_ptr() != caches[MIN_ROOM + 1].k.data_ptr()  # the room was full: a larger buffer
-    assert caches[3].length == 3 and caches[3].k[0, 0, :, 0].tolist() == [0.0, 1.0, 2.0]  # earlier values unchanged
-
-
-@torch.inference_mode()
-def test_a_second_append_to_one_cache_copies_and_leaves_the_first_alone():
-    base = KVCache(torch.zeros(1, 1, 0, 2), torch.zeros(1, 1, 0, 2)).append(KVCache(torch.ones(1, 1, 1, 2), torch.ones(1, 1, 1, 2)))
-    a = base.append(KVCache(torch.full((1, 1, 1, 2), 2.0), torch.full((1, 1, 1, 2), 2.0)))
-    b = base.append(KVCache(torch.full((1, 1, 1, 2), 3.0), torch.full((1, 1, 1, 2), 3.0)))  # branches: must not overwrite a
-    assert a.k[0, 0, :, 0].tolist() == [1.0, 2.0] and b.k[0, 0, :, 0].tolist() == [1.0, 3.0]
-    assert a.k.data_ptr() == base.k.data_ptr() and b.k.data_ptr() != base.k.data_ptr()
-    picked = a.append(KVCache(torch.zeros(2, 1, 1, 2), torch.zeros(2, 1, 1, 2)), torch.tensor([0, 0]))  # rows: a copy
-    assert picked.k[:, 0, :, 0].tolist() == [[1.0, 2.0, 0.0], [1.0, 2.0, 0.0]]
-
-
-def test_outside_inference_mode_caches_are_plain_tensors():
-    with torch.no_grad():
-        grown = KVCache(torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 2, 2)).append(KVCache(torch.ones(1, 1, 1, 2), torch.ones(1, 1, 1, 2)))
-    assert grown.room is None and grown.k.is_contiguous() and grown.k.shape == (1, 1, 3, 2)

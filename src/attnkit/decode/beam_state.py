@@ -15,8 +15,7 @@ beams (e.g. the encoder memory's projected keys and values): `expand_to_beams` l
 A field made with `picked_by("rows")` is picked lazily: `map_state` maps the dataclass's `rows`
 field (which stored row each row reads) and leaves this one as is, so that a search's reorder costs
 no copy; the model copies the picked rows once, when it next extends them (e.g. a self-attention
-cache, `KVCache.append(new, rows)`). `rows` None means the stored rows as they are, in order
-(nothing to copy: the model may extend them in place); `map_state` then maps `arange(R)` into it.
+cache, `KVCache.append(new, rows)`). Where `rows` is None the field is mapped as any other.
 """
 
 from __future__ import annotations
@@ -47,9 +46,8 @@ def map_state(state: StateT, fn: Fn, sentence_fn: Fn | None = None) -> StateT:
     """Apply `fn` to every tensor in a decoder state, recursively.
 
     Dataclasses are rebuilt with `dataclasses.replace` (fields with `init=False` are left to the
-    dataclass, `picked_by` fields are left as they are and their rows field is mapped, from
-    `arange(R)` where it is None), lists and tuples (named tuples too) and dicts are rebuilt with
-    the same type; anything else (None, ints, strings) is returned as is.
+    dataclass, `picked_by` fields are left as they are unless their rows field is None), lists and tuples (named tuples too) and dicts are rebuilt with the same type;
+    anything else (None, ints, strings) is returned as is.
 
     Args:
         state: a tensor, or a dataclass / list / tuple / dict nesting tensors and plain values.
@@ -65,10 +63,7 @@ def map_state(state: StateT, fn: Fn, sentence_fn: Fn | None = None) -> StateT:
         changes = {}
         for f in dataclasses.fields(state):
             rows = f.metadata.get("picked_by")
-            if rows is not None and getattr(state, rows) is None:  # stored in order: rows arange(R), mapped
-                first = _first_tensor(getattr(state, f.name))
-                changes[rows] = fn(torch.arange(first.size(0), device=first.device))  # (R,)
-            elif f.init and rows is None and f.name not in changes:
+            if f.init and (rows is None or getattr(state, rows) is None):
                 inner = sentence_fn if f.metadata.get("per_sentence") and sentence_fn is not None else fn
                 changes[f.name] = map_state(getattr(state, f.name), inner, sentence_fn)
         return dataclasses.replace(state, **changes)
@@ -79,15 +74,6 @@ def map_state(state: StateT, fn: Fn, sentence_fn: Fn | None = None) -> StateT:
     if isinstance(state, dict):
         return type(state)((k, map_state(v, fn, sentence_fn)) for k, v in state.items())
     return state
-
-
-def _first_tensor(state: Any) -> Tensor:
-    """The first tensor nested in a state."""
-    found: list[Tensor] = []
-    map_state(state, lambda x: found.append(x) or x)
-    if not found:
-        raise ValueError("a picked_by field holds no tensor")
-    return found[0]
 
 
 def gather_beams(state: StateT, index: Tensor, beam: int = 1) -> StateT:

@@ -63,8 +63,7 @@ def greedy(
         search = search.extend(token, search.log_prob + token_log_prob, attn if return_attention else None)
         ended = token == eos  # (N,)
         done = ended | (search.max_len <= t)  # (N,)
-        finished_rows = done.nonzero().squeeze(1).tolist()
-        for row in finished_rows:
+        for row in done.nonzero().squeeze(1).tolist():
             finished = bool(ended[row])
             tokens = search.tokens[row].tolist()
             sentence = int(search.sentence[row])
@@ -76,10 +75,10 @@ def greedy(
                 attention=None if search.attention is None else search.attention[row],
                 src_keep=src_keep[sentence],
             )
-        if len(finished_rows) == done.numel():
+        live = (~done).nonzero().squeeze(1)  # (N',)
+        if live.numel() == 0:
             break
-        if finished_rows:  # drop finished sentences (no copy at steps where none finished)
-            live = (~done).nonzero().squeeze(1)  # (N',)
+        if live.numel() < done.numel():  # drop finished sentences (no copy at steps where none finished)
             state, search = gather_beams(state, live), gather_beams(search, live)
         prev = search.tokens[:, -1:]  # (N', 1)
     return [hyp for hyp in results if hyp is not None]

@@ -190,9 +190,7 @@ class TransformerState:
     """Decoding state: per-layer self-attention caches (grow a step) and cross-attention K/V.
 
     A search's reordering picks `rows` only; the next step copies those rows of the caches once,
-    as it appends to them (`KVCache.append(new, rows)`). `rows` None: the caches' rows as they are,
-    which a step extends in place where the caches have room (greedy search between the steps
-    where a sentence finishes).
+    as it appends to them (`KVCache.append(new, rows)`). `rows` None: the caches' rows as they are.
     """
 
     self_kv: list[KVCache] = picked_by("rows")  # (R0, H, t, E) per layer, as stored
@@ -357,6 +355,7 @@ class Transformer(nn.Module):
             cross_kv=self._cross_kv(memory),
             src_keep=src_keep[:, None, None, :],  # (B, 1, 1, S)
             position=0,
+            rows=torch.arange(B, device=memory.device),  # (B,)
         )
 
     def step(
@@ -382,7 +381,8 @@ class Transformer(nn.Module):
             new_kv.append(kv)
         logits = self.logits(self.decoder_norm(x[:, -1]))  # (B, V)
         attn = w.cross_attn.mean(dim=1)[:, -1]  # (B, S)
-        return logits, TransformerState(new_kv, state.cross_kv, state.src_keep, state.position + 1), attn  # the caches in order
+        rows = None if state.rows is None else torch.arange(x.size(0), device=x.device)  # (B,) the caches are in order now
+        return logits, TransformerState(new_kv, state.cross_kv, state.src_keep, state.position + 1, rows), attn
 
 
 def _decoder_gates(head_mask: HeadMask | None, layer: int) -> tuple[Tensor | None, Tensor | None]:
