@@ -1,11 +1,11 @@
 """A run's beam search timed on two checkouts of attnkit: before and after a change, same run, same inputs.
 
     .venv/bin/python benchmarks/search_speed.py RUN --before OLD_CHECKOUT [--n N] [--threads 2]
-        [--repeats 3] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16]
+        [--repeats 3] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16] [--beam K]
 
 Each side decodes in a process of its own, the "before" one with PYTHONPATH=OLD_CHECKOUT/src, the
 "after" one with this checkout's src. What is decoded depends on the run's family, with the beam
-its papers use:
+its papers use (`--beam K` sets another; 1 is greedy search):
 
 - translation: beam 5 on Multi30k val (DATA/multi30k/val.SRC.gz), `translate` in batches of 64;
 - parsing: beam 21 on the dev trees' sentences (DATA/ptb_sample/treebank.zip, split as the run's
@@ -40,28 +40,28 @@ HERE = Path(__file__).resolve().parents[1]
 BEAMS = {"translation": 5, "parsing": 21, "captioning": 3}
 
 
-def _translation(loaded, data: Path, n: int | None) -> tuple[int, Callable[[], list[str]]]:
+def _translation(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Callable[[], list[str]]]:
     from attnkit.data.text import read_lines
     from attnkit.families.translation.translate import translate
 
     lines = read_lines(data / "multi30k" / f"val.{loaded.run.data.src_lang}.gz")[:n]
-    decode = loaded.run.decode.with_overrides(beam=BEAMS["translation"], nbest=1, batch_size=64)
+    decode = loaded.run.decode.with_overrides(beam=beam, nbest=1, batch_size=64)
     return len(lines), lambda: [nbest[0].text for nbest in translate(loaded.model, loaded.vocabs, lines, decode)]
 
 
-def _parsing(loaded, data: Path, n: int | None) -> tuple[int, Callable[[], list[str]]]:
+def _parsing(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Callable[[], list[str]]]:
     from attnkit.families.parse.chart_infer import parse
     from attnkit.families.parse.commands import gold_trees
 
     if loaded.run.model.kind == "chart":
         sys.exit("search_speed.py: a chart parser decodes by CKY, without a beam search")
     gold = gold_trees(str(data / "ptb_sample" / "treebank.zip"), "dev", loaded.run)[:n]
-    decode = loaded.run.decode.with_overrides(beam=BEAMS["parsing"], nbest=1, batch_size=64)
+    decode = loaded.run.decode.with_overrides(beam=beam, nbest=1, batch_size=64)
     words, tags = [t.words() for t in gold], [t.tags() for t in gold]
     return len(gold), lambda: [str(r.tree) for r in parse(loaded.model, loaded.vocabs, words, decode, tags=tags)]
 
 
-def _captioning(loaded, data: Path, n: int | None) -> tuple[int, Callable[[], list[str]]]:
+def _captioning(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Callable[[], list[str]]]:
     from attnkit.families.caption.codec import detokenize
     from attnkit.families.caption.images import ImageSource
     from attnkit.families.caption.infer import search
@@ -71,7 +71,7 @@ def _captioning(loaded, data: Path, n: int | None) -> tuple[int, Callable[[], li
     dtype = next(model.parameters()).dtype
     with torch.inference_mode():
         cells = [model.image_grid(source.load(names[i : i + 16], size=loaded.run.model.input_size).to(dtype)) for i in range(0, len(names), 16)]
-    decode = loaded.run.decode.with_overrides(beam=BEAMS["captioning"], nbest=1)
+    decode = loaded.run.decode.with_overrides(beam=beam, nbest=1)
 
     def run() -> list[str]:
         with torch.inference_mode():
@@ -86,7 +86,9 @@ def one_side(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     family = run_family(args.run).name
     loaded = load_run(args.run, args.checkpoint, dtype={"fp32": None, "bf16": torch.bfloat16}[args.dtype])
-    count, decode = {"translation": _translation, "parsing": _parsing, "captioning": _captioning}[family](loaded, Path(args.data), args.n)
+    count, decode = {"translation": _translation, "parsing": _parsing, "captioning": _captioning}[family](
+        loaded, Path(args.data), args.n, args.beam or BEAMS[family]
+    )
     times, outputs = [], []
     for _ in range(args.repeats):
         started = time.perf_counter()
@@ -98,7 +100,7 @@ def one_side(args: argparse.Namespace) -> None:
 def _side(args: argparse.Namespace, checkout: Path) -> dict:
     """Run `one_side` with `checkout`'s attnkit; its JSON record."""
     command = [sys.executable, __file__, args.run, "--child", "--n", str(args.n or 0), "--threads", str(args.threads),
-               "--repeats", str(args.repeats), "--data", args.data, "--checkpoint", args.checkpoint, "--dtype", args.dtype]  # fmt: skip
+               "--repeats", str(args.repeats), "--data", args.data, "--checkpoint", args.checkpoint, "--dtype", args.dtype, "--beam", str(args.beam or 0)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
@@ -116,16 +118,17 @@ def main() -> None:
     p.add_argument("--data", default=str(HERE.parent / "shared" / "data"), help="the shared data folder")
     p.add_argument("--checkpoint", default="best")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--beam", type=int, default=None, help="the beam (default: the family's; 1: greedy search)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one side, in its own process
     args = p.parse_args()
-    args.n = args.n or None
+    args.n, args.beam = args.n or None, args.beam or None
     if args.child:
         return one_side(args)
     if not args.before or not (Path(args.before) / "src" / "attnkit").is_dir():
         sys.exit(f"search_speed.py: --before {args.before}: not a checkout of attnkit (no src/attnkit in it)")
     before, after = _side(args, Path(args.before).resolve()), _side(args, HERE)
     same = sum(a == b for a, b in zip(before["outputs"], after["outputs"]))
-    record = {"benchmark": "search_speed", "run": args.run, "family": after["family"], "beam": BEAMS[after["family"]], "dtype": args.dtype,
+    record = {"benchmark": "search_speed", "run": args.run, "family": after["family"], "beam": args.beam or BEAMS[after["family"]], "dtype": args.dtype,
               "sentences": after["sentences"], "threads": args.threads, "repeats": args.repeats}  # fmt: skip
     for name, side, checkout in (("before", before, Path(args.before).resolve()), ("after", after, HERE)):
         seconds = statistics.median(side["times"])
