@@ -119,7 +119,7 @@ def search_ids(
             run(index)
         return results
     with _intra_op_threads(1), ThreadPoolExecutor(workers) as pool:
-        list(pool.map(run, batches[::-1]))  # longest first (no worker left alone on the longest batch); list() re-raises
+        list(pool.map(run, batches))  # list() re-raises a worker's exception here
     return results
 
 
