@@ -1,10 +1,10 @@
 """A run's beam search timed on two checkouts of attnkit: before and after a change, same run, same inputs.
 
-    .venv/bin/python benchmarks/search_speed.py RUN --before OLD_CHECKOUT [--n N] [--threads 2]
-        [--repeats 3] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16] [--beam K]
+    .venv/bin/python benchmarks/search_speed.py RUN --before OLD_CHECKOUT [--after NEW_CHECKOUT] [--n N] [--threads 2]
+        [--repeats 3] [--rounds 1] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16] [--beam K]
 
-Each side decodes in a process of its own, the "before" one with PYTHONPATH=OLD_CHECKOUT/src, the
-"after" one with this checkout's src. What is decoded depends on the run's family, with the beam
+Each side decodes in processes of its own, the "before" one with PYTHONPATH=OLD_CHECKOUT/src, the
+"after" one with this checkout's src (or `--after`'s). What is decoded depends on the run's family, with the beam
 its papers use (`--beam K` sets another; 1 is greedy search):
 
 - translation: beam 5 on Multi30k val (DATA/multi30k/val.SRC.gz), `translate` in batches of 64;
@@ -14,7 +14,9 @@ its papers use (`--beam K` sets another; 1 is greedy search):
   in batches of 16; images are read and encoded by the CNN before the clock starts.
 
 The run's length penalty and step limits are kept. Model loading is excluded; `seconds` is the
-median of the repeats. It prints one JSON line: both sides' seconds and sentences/s, `speedup`
+median of the repeats. With `--rounds R`, each side runs in R processes, before and after taking
+turns (each first in every other round), and `seconds` is the median over all of them: on a
+machine whose speed drifts by 10% within minutes, that is what makes a 3% change visible. It prints one JSON line: both sides' seconds and sentences/s, `speedup`
 (before / after seconds) and `identical`, whether every output is the same (`same_outputs`: the
 share of inputs whose output is). Run it alone on the machine.
 """
@@ -114,7 +116,9 @@ def main() -> None:
     p.add_argument("--before", help="the checkout to compare with (its src/ is put on PYTHONPATH)")
     p.add_argument("--n", type=int, default=None, help="only the first N inputs")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--after", help="the checkout timed as after (default: this one)")
+    p.add_argument("--repeats", type=int, default=3, help="decodes per process")
+    p.add_argument("--rounds", type=int, default=1, help="processes per side, before and after alternating")
     p.add_argument("--data", default=str(HERE.parent / "shared" / "data"), help="the shared data folder")
     p.add_argument("--checkpoint", default="best")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
@@ -126,11 +130,17 @@ def main() -> None:
         return one_side(args)
     if not args.before or not (Path(args.before) / "src" / "attnkit").is_dir():
         sys.exit(f"search_speed.py: --before {args.before}: not a checkout of attnkit (no src/attnkit in it)")
-    before, after = _side(args, Path(args.before).resolve()), _side(args, HERE)
+    checkouts = {"before": Path(args.before).resolve(), "after": Path(args.after).resolve() if args.after else HERE}
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    for r in range(args.rounds):  # interleaved, each side first in every other round: drifts of the machine hit both
+        for name in ("before", "after") if r % 2 == 0 else ("after", "before"):
+            runs[name].append(_side(args, checkouts[name]))
+    before, after = ({**sides[-1], "times": [t for side in sides for t in side["times"]]} for sides in (runs["before"], runs["after"]))
     same = sum(a == b for a, b in zip(before["outputs"], after["outputs"]))
     record = {"benchmark": "search_speed", "run": args.run, "family": after["family"], "beam": args.beam or BEAMS[after["family"]], "dtype": args.dtype,
-              "sentences": after["sentences"], "threads": args.threads, "repeats": args.repeats}  # fmt: skip
-    for name, side, checkout in (("before", before, Path(args.before).resolve()), ("after", after, HERE)):
+              "sentences": after["sentences"], "threads": args.threads, "repeats": args.repeats, "rounds": args.rounds}  # fmt: skip
+    for name, side in (("before", before), ("after", after)):
+        checkout = checkouts[name]
         seconds = statistics.median(side["times"])
         record[name] = {"checkout": str(checkout), "seconds": round(seconds, 3), "sentences_per_s": round(side["sentences"] / seconds, 2),
                         "times": [round(t, 3) for t in side["times"]]}  # fmt: skip
