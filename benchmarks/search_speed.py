@@ -4,8 +4,8 @@
         [--repeats 3] [--rounds 1] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16] [--beam K]
 
 Each side decodes in processes of its own, the "before" one with PYTHONPATH=OLD_CHECKOUT/src, the
-"after" one with this checkout's src (or `--after`'s). What is decoded depends on the run's family, with the beam
-its papers use (`--beam K` sets another; 1 is greedy search):
+"after" one with this checkout's src (or `--after`'s). What is decoded depends on the run's
+family, with the beam its papers use (`--beam K` sets another; 1 is greedy search):
 
 - translation: beam 5 on Multi30k val (DATA/multi30k/val.SRC.gz), `translate` in batches of 64;
 - parsing: beam 21 on the dev trees' sentences (DATA/ptb_sample/treebank.zip, split as the run's
@@ -16,8 +16,8 @@ its papers use (`--beam K` sets another; 1 is greedy search):
 The run's length penalty and step limits are kept. Model loading is excluded; `seconds` is the
 median of the repeats. With `--rounds R`, each side runs in R processes, before and after taking
 turns (each first in every other round), and `seconds` is the median over all of them: on a
-machine whose speed drifts by 10% within minutes, that is what makes a 3% change visible. It prints one JSON line: both sides' seconds and sentences/s, `speedup`
-(before / after seconds) and `identical`, whether every output is the same (`same_outputs`: the
+machine whose speed drifts by 10% within minutes, that is what makes a 3% change visible. It
+prints one JSON line: both sides' seconds and sentences/s, `speedup` (before / after seconds) and `identical`, whether every output is the same (`same_outputs`: the
 share of inputs whose output is). Run it alone on the machine.
 """
 
