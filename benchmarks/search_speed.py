@@ -17,8 +17,9 @@ The run's length penalty and step limits are kept. Model loading is excluded; `s
 median of the repeats. With `--rounds R`, each side runs in R processes, before and after taking
 turns (each first in every other round), and `seconds` is the median over all of them: on a
 machine whose speed drifts by 10% within minutes, that is what makes a 3% change visible. It
-prints one JSON line: both sides' seconds and sentences/s, `speedup` (before / after seconds) and `identical`, whether every output is the same (`same_outputs`: the
-share of inputs whose output is). Run it alone on the machine.
+prints one JSON line: both sides' seconds and sentences/s, `speedup` (before / after seconds)
+and `identical`, whether every output is the same (`same_outputs`: the share of inputs whose
+output is). Run it alone on the machine.
 """
 
 from __future__ import annotations
