@@ -1,12 +1,17 @@
 """Decoding engines side by side on one model: attnkit (fp32, bf16, int8), CTranslate2 (fp32, int8), ONNX Runtime.
 
     .venv/bin/python benchmarks/engines.py RUN_DIR [--data ../shared/data/multi30k] [--threads 2]
-        [--repeats 3] [--beams 1 5] [--engines ...] [--limit N] [--work DIR] [--reference DIR] [--profile]
+        [--repeats 3] [--beams 1 5] [--engines ...] [--limit N] [--work DIR] [--reference DIR] [--profile] [--ct2-one-batch]
 
 One run of the script exports the run (CTranslate2 float32 and ONNX, into --work, default
 RUN_DIR/engines), then decodes Multi30k test_2016_flickr with every engine and search: greedy
 and beam 5 with the run's length penalty, batches of 64 sorted by length, the same tokenizer and
-the same scoring (sacreBLEU). Each engine runs in a process of its own, so that its peak memory
+the same scoring (sacreBLEU). On N threads, attnkit and CTranslate2 both search N batches at once,
+one thread each (attnkit's `translate` workers; CTranslate2's `inter_threads=N, intra_threads=1`,
+every batch queued at once), which is each one's fastest use of the cores; `--ct2-one-batch` gives
+CTranslate2 one batch at a time on all N threads instead (`intra_threads=N`, as this script did
+before 2026-12-06: 1.28x slower greedy on 2 cores). ONNX Runtime runs one batch at a time on N
+intra-op threads. Each engine runs in a process of its own, so that its peak memory
 (`peak_rss_mb`, the process's peak resident set, VmHWM: Python, PyTorch, which every engine's
 process imports, the model and decoding; `rss_start_mb` before and `rss_loaded_mb` after loading
 the model) is its own. Model loading is excluded from the time;
@@ -53,7 +58,7 @@ def _memory_mb(field: str) -> float:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
-def _decoder(engine: str, run: str, work: Path, threads: int) -> Callable[[list[str], Decode], list[str]]:
+def _decoder(engine: str, run: str, work: Path, threads: int, ct2_one_batch: bool) -> Callable[[list[str], Decode], list[str]]:
     """A function lines -> outputs for `engine`, its model loaded."""
     name, precision = engine.rsplit("-", 1)
     if name == "attnkit":
@@ -62,7 +67,8 @@ def _decoder(engine: str, run: str, work: Path, threads: int) -> Callable[[list[
         return lambda lines, decode: [n[0].text for n in translate(loaded.model, loaded.vocabs, lines, decode)]
     if name == "ctranslate2":
         bundle = read_bundle(work / "ctranslate2", "ctranslate2")
-        translator = ctranslate2_model.load(bundle, compute_type={"fp32": "float32", "int8": "int8"}[precision], threads=threads)
+        layout = {"threads": threads, "batches": 1} if ct2_one_batch else {"threads": 1, "batches": threads}
+        translator = ctranslate2_model.load(bundle, compute_type={"fp32": "float32", "int8": "int8"}[precision], **layout)
         return lambda lines, decode: ctranslate2_model.translate(bundle, translator, lines, decode)
     bundle = read_bundle(work / "onnx", "onnx")
     model = onnx_runner.OnnxTransformer(bundle, threads=threads)
@@ -77,7 +83,7 @@ def one_engine(args: argparse.Namespace) -> None:
     src, ref = [s for s, _ in pairs], [r for _, r in pairs]
     alpha = read_bundle(Path(args.work) / "ctranslate2", "ctranslate2").decode.alpha  # the run's
     rss_start = _memory_mb("VmRSS")
-    decode_fn = _decoder(args.one, args.run, Path(args.work), args.threads)
+    decode_fn = _decoder(args.one, args.run, Path(args.work), args.threads, args.ct2_one_batch)
     rss_loaded = _memory_mb("VmRSS")
     for beam in args.beams:
         decode = Decode(beam=beam, alpha=alpha, batch_size=64)
@@ -94,7 +100,7 @@ def one_engine(args: argparse.Namespace) -> None:
             "benchmark": "engines", "engine": args.one, "beam": beam, "alpha": alpha, "sentences": len(src), "seconds": round(seconds, 2),
             "sentences_per_s": round(len(src) / seconds, 1), "bleu": round(bleu["bleu"], 2), "chrf": round(bleu["chrf"], 2),
             "peak_rss_mb": round(_memory_mb("VmHWM")), "rss_loaded_mb": round(rss_loaded), "rss_start_mb": round(rss_start),
-            "times": [round(t, 2) for t in times], "threads": args.threads, "allocator": os.environ.get(MARKER, "system"), "outputs": str(outputs),
+            "times": [round(t, 2) for t in times], "threads": args.threads, "ct2_one_batch": args.ct2_one_batch, "allocator": os.environ.get(MARKER, "system"), "outputs": str(outputs),
         }), flush=True)  # fmt: skip
     if args.profile and args.one.startswith("attnkit"):  # after the timed runs, so that the profiler's memory is not in peak_rss_mb
         for beam in args.beams:
@@ -154,6 +160,7 @@ def main() -> None:
         help="WORK folder of an earlier run of this script (say, on the code before a change): "
         "each row also gets same_as_reference, the fraction of outputs equal to that run's outputs of the same engine",
     )
+    p.add_argument("--ct2-one-batch", action="store_true", help="CTranslate2 searches one batch at a time on all threads (default: a batch per thread)")
     p.add_argument("--one", choices=ENGINES, help=argparse.SUPPRESS)  # child process: one engine
     args = p.parse_args()
     args.work = args.work or str(Path(args.run) / "engines")
@@ -163,6 +170,7 @@ def main() -> None:
     engines = ["attnkit-fp32"] + [e for e in args.engines if e != "attnkit-fp32"]  # the reference decodes first
     child = [sys.executable, __file__, args.run, "--data", args.data, "--work", args.work, "--threads", str(args.threads), "--repeats", str(args.repeats)]
     child += ["--beams", *map(str, args.beams)] + (["--limit", str(args.limit)] if args.limit else []) + (["--profile"] if args.profile else [])
+    child += ["--ct2-one-batch"] if args.ct2_one_batch else []
     rows = []
     for engine in engines:
         done = subprocess.run([*child, "--one", engine], capture_output=True, text=True)

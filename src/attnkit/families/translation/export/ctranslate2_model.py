@@ -204,7 +204,8 @@ def ctranslate2() -> Any:
 
 def load(bundle: Bundle, compute_type: str = "default", threads: int = 0, batches: int = 1) -> Any:
     """A `ctranslate2.Translator` on the CPU for the export folder (`compute_type`: default, float32, int8, ...),
-    `threads` threads per batch (0: CTranslate2's default), up to `batches` batches at once (calls from several threads)."""
+    `threads` threads per batch (0: CTranslate2's default), up to `batches` batches at once (`search` queues
+    all its batches; `threads=1, batches=N` is what attnkit's own `translate` does on N threads)."""
     ct2 = ctranslate2()
     return ct2.Translator(str(bundle.folder), device="cpu", compute_type=compute_type, inter_threads=batches, intra_threads=threads)
 
@@ -236,30 +237,40 @@ def _ranked(hypotheses: Sequence[list[str]], scores: Sequence[float], penalty: f
     return [(hypotheses[i], log_probs[i]) for i in sorted(range(len(hypotheses)), key=key)]
 
 
-def _search(translator: Any, batch: list[list[str]], limit: int, decode: Decode) -> list[Ranked]:
-    """CTranslate2's search of `batch` with step limit `limit`: each sentence's hypotheses (beam: all K), `</s>` kept."""
+def _submit(translator: Any, batch: list[list[str]], limit: int, decode: Decode) -> Callable[[], list[Ranked]]:
+    """CTranslate2's search of `batch` with step limit `limit`, queued on the translator's workers:
+    a call that waits for it and gives each sentence's hypotheses (beam: all K), `</s>` kept."""
     options = {"beam_size": decode.beam, "max_decoding_length": limit, "min_decoding_length": 0, "max_input_length": 0,
-               "return_scores": True, "return_end_token": True}  # fmt: skip
+               "return_scores": True, "return_end_token": True, "asynchronous": True}  # fmt: skip
     if decode.beam == 1:  # greedy: no length normalisation, the score is log P
         penalty, alpha = 0.0, 0.0
     else:
         penalty, alpha = LENGTH_PENALTY, decode.alpha
         options["num_hypotheses"] = decode.beam
-    return [_ranked(r.hypotheses, r.scores, penalty, alpha) for r in translator.translate_batch(batch, **options, length_penalty=penalty)]
+    pending = translator.translate_batch(batch, **options, length_penalty=penalty)  # one AsyncTranslationResult a sentence
+
+    def wait() -> list[Ranked]:
+        return [_ranked(r.hypotheses, r.scores, penalty, alpha) for r in (p.result() for p in pending)]
+
+    return wait
 
 
 def search(translator: Any, tokens: Sequence[list[str]], decode: Decode, progress: Callable[[int], None] | None = None) -> list[Ranked]:
     """Search each source (its pieces, no EOS) with CTranslate2 as attnkit searches with `decode` (beam 1: greedy).
 
     Each batch is searched with its longest sentence's step limit; a sentence with a hypothesis longer
-    than its own limit (the search ran past it) is searched again with its limit.
+    than its own limit (the search ran past it) is searched again with its limit. Every batch is queued
+    at once, so that a translator with several workers (`load(batches=N)`) searches N batches at a time,
+    as attnkit's own `translate` does with its worker threads; the results do not depend on the workers.
     """
     limits = [max(math.floor(decode.max_len_a * (len(t) + 1) + decode.max_len_b), 1) for t in tokens]
     ranked: list[Ranked] = [[] for _ in tokens]
     again: dict[int, list[int]] = {}
-    for index in length_batches([len(t) for t in tokens], decode.batch_size):
+    queued = [(index, _submit(translator, [tokens[i] for i in index], max(limits[i] for i in index), decode))
+              for index in length_batches([len(t) for t in tokens], decode.batch_size)]  # fmt: skip
+    for index, wait in queued:
         done = 0
-        for i, hyps in zip(index, _search(translator, [tokens[i] for i in index], max(limits[i] for i in index), decode)):
+        for i, hyps in zip(index, wait()):
             ranked[i] = hyps
             if any(len(pieces) > limits[i] for pieces, _ in hyps):
                 again.setdefault(limits[i], []).append(i)
@@ -267,14 +278,19 @@ def search(translator: Any, tokens: Sequence[list[str]], decode: Decode, progres
                 done += 1
         if progress is not None:
             progress(done)
-    for limit, index in again.items():
-        for start in range(0, len(index), decode.batch_size):
-            part = index[start : start + decode.batch_size]
-            for i, hyps in zip(part, _search(translator, [tokens[i] for i in part], limit, decode)):
-                ranked[i] = hyps
-            if progress is not None:
-                progress(len(part))
+    retry = [(part, _submit(translator, [tokens[i] for i in part], limit, decode))
+             for limit, index in again.items() for part in _chunks(index, decode.batch_size)]  # fmt: skip
+    for part, wait in retry:
+        for i, hyps in zip(part, wait()):
+            ranked[i] = hyps
+        if progress is not None:
+            progress(len(part))
     return ranked
+
+
+def _chunks(index: list[int], size: int) -> list[list[int]]:
+    """`index` in parts of at most `size`."""
+    return [index[start : start + size] for start in range(0, len(index), size)]
 
 
 def translate(bundle: Bundle, translator: Any, lines: Sequence[str], decode: Decode, source: str = "input") -> list[str]:
