@@ -59,6 +59,21 @@ def test_ctranslate2_decodes_as_attnkit(trained, tmp_path):
         assert ctranslate2_model.translate(bundle, translator, _lines(), decode) == _attnkit(trained, beam)
 
 
+def test_ctranslate2_searches_a_batch_per_worker_with_the_same_results(trained, tmp_path):
+    """`search` queues every batch at once: two workers (inter_threads) give what one gives, batch for batch."""
+    _needs_ctranslate2()
+    bundle = read_bundle(_export(trained, tmp_path / "ct2", "ctranslate2"), "ctranslate2")
+    one, two = ctranslate2_model.load(bundle, threads=1, batches=1), ctranslate2_model.load(bundle, threads=1, batches=2)
+    assert two.num_translators == 2
+    tokens = bundle.source_tokens(_lines(), "input")
+    for beam in (1, 3):
+        decode = bundle.decode.with_overrides(beam=beam, batch_size=3)  # several batches, in flight together
+        done: list[int] = []
+        ranked = ctranslate2_model.search(two, tokens, decode, progress=done.append)
+        assert ranked == ctranslate2_model.search(one, tokens, decode)
+        assert sum(done) == len(tokens)
+
+
 def test_ctranslate2_int8_export_loads_and_translates(trained, tmp_path):
     """int8 keeps float32's output where CTranslate2's int8 GEMM sums in 32 bits (VNNI, or MKL, which attnkit picks on
     CPUs without VNNI): 60 of 60 (VNNI) and 53 of 60 (AVX2, MKL) measured on this toy; oneDNN without VNNI, 16 of 60."""
