@@ -1,7 +1,7 @@
 """A run's beam search timed on two checkouts of attnkit: before and after a change, same run, same inputs.
 
     .venv/bin/python benchmarks/search_speed.py RUN --before OLD_CHECKOUT [--after NEW_CHECKOUT] [--n N] [--threads 2]
-        [--repeats 3] [--rounds 1] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16] [--beam K]
+        [--repeats 3] [--rounds 1] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16] [--beam K] [--compile]
 
 Each side decodes in processes of its own, the "before" one with PYTHONPATH=OLD_CHECKOUT/src, the
 "after" one with this checkout's src (or `--after`'s). What is decoded depends on the run's
@@ -20,6 +20,11 @@ machine whose speed drifts by 10% within minutes, that is what makes a 3% change
 prints one JSON line: both sides' seconds and sentences/s, `speedup` (before / after seconds)
 and `identical`, whether every output is the same (`same_outputs`: the share of inputs whose
 output is). Run it alone on the machine.
+
+`--compile` times the "after" side with the model's decoding step compiled (`torch.compile(model.step,
+dynamic=True)`, inductor with freezing): its first decode, which compiles, is timed on its own
+(`first_seconds`) and left out of the median. With `--before` this same checkout, it measures
+what compiling the step buys over the eager, packed step.
 """
 
 from __future__ import annotations
@@ -92,17 +97,24 @@ def one_side(args: argparse.Namespace) -> None:
     count, decode = {"translation": _translation, "parsing": _parsing, "captioning": _captioning}[family](
         loaded, Path(args.data), args.n, args.beam or BEAMS[family]
     )
+    first = None
+    if args.compile:  # compile the step, then time the first decode (compilation) apart from the repeats
+        torch._inductor.config.freezing = True  # weights as constants: folded and packed for the CPU GEMMs
+        loaded.model.step = torch.compile(loaded.model.step, dynamic=True)
+        started = time.perf_counter()
+        decode()
+        first = time.perf_counter() - started
     times, outputs = [], []
     for _ in range(args.repeats):
         started = time.perf_counter()
         outputs = decode()
         times.append(time.perf_counter() - started)
-    print(json.dumps({"family": family, "sentences": count, "times": times, "outputs": outputs}))
+    print(json.dumps({"family": family, "sentences": count, "times": times, "outputs": outputs, "first_seconds": first}))
 
 
-def _side(args: argparse.Namespace, checkout: Path) -> dict:
-    """Run `one_side` with `checkout`'s attnkit; its JSON record."""
-    command = [sys.executable, __file__, args.run, "--child", "--n", str(args.n or 0), "--threads", str(args.threads),
+def _side(args: argparse.Namespace, checkout: Path, compile_step: bool = False) -> dict:
+    """Run `one_side` with `checkout`'s attnkit (the step compiled if `compile_step`); its JSON record."""
+    command = [sys.executable, __file__, args.run, *("--compile",) * compile_step, "--child", "--n", str(args.n or 0), "--threads", str(args.threads),
                "--repeats", str(args.repeats), "--data", args.data, "--checkpoint", args.checkpoint, "--dtype", args.dtype, "--beam", str(args.beam or 0)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
     done = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -124,6 +136,7 @@ def main() -> None:
     p.add_argument("--checkpoint", default="best")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--beam", type=int, default=None, help="the beam (default: the family's; 1: greedy search)")
+    p.add_argument("--compile", action="store_true", help="compile the after side's decoding step (torch.compile, inductor with freezing)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one side, in its own process
     args = p.parse_args()
     args.n, args.beam = args.n or None, args.beam or None
@@ -135,16 +148,18 @@ def main() -> None:
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     for r in range(args.rounds):  # interleaved, each side first in every other round: drifts of the machine hit both
         for name in ("before", "after") if r % 2 == 0 else ("after", "before"):
-            runs[name].append(_side(args, checkouts[name]))
+            runs[name].append(_side(args, checkouts[name], compile_step=args.compile and name == "after"))
     before, after = ({**sides[-1], "times": [t for side in sides for t in side["times"]]} for sides in (runs["before"], runs["after"]))
     same = sum(a == b for a, b in zip(before["outputs"], after["outputs"]))
     record = {"benchmark": "search_speed", "run": args.run, "family": after["family"], "beam": args.beam or BEAMS[after["family"]], "dtype": args.dtype,
-              "sentences": after["sentences"], "threads": args.threads, "repeats": args.repeats, "rounds": args.rounds}  # fmt: skip
+              "sentences": after["sentences"], "threads": args.threads, "repeats": args.repeats, "rounds": args.rounds, "compile": args.compile}  # fmt: skip
     for name, side in (("before", before), ("after", after)):
         checkout = checkouts[name]
         seconds = statistics.median(side["times"])
         record[name] = {"checkout": str(checkout), "seconds": round(seconds, 3), "sentences_per_s": round(side["sentences"] / seconds, 2),
                         "times": [round(t, 3) for t in side["times"]]}  # fmt: skip
+        if side["first_seconds"] is not None:  # the compiled side's first decode, compilation included
+            record[name]["first_seconds"] = [round(s["first_seconds"], 3) for s in runs[name]]
     record["speedup"] = round(record["before"]["seconds"] / record["after"]["seconds"], 3)
     record["identical"] = same == after["sentences"] == before["sentences"]
     record["same_outputs"] = round(same / max(after["sentences"], 1), 4)

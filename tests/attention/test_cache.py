@@ -49,3 +49,13 @@ def test_cache_is_immutable():
     cache = KVCache(torch.zeros(1, 1, 1, 1), torch.zeros(1, 1, 1, 1))
     with pytest.raises(dataclasses.FrozenInstanceError):
         cache.k = torch.ones(1, 1, 1, 1)
+
+
+def test_append_with_rows_traces_into_one_graph():
+    # index_select(out=) into a view breaks torch.compile's graph; compiled, append picks and concatenates.
+    cache = KVCache(torch.randn(3, 2, 4, 5), torch.randn(3, 2, 4, 5))
+    step, rows = KVCache(torch.randn(2, 2, 1, 5), torch.randn(2, 2, 1, 5)), torch.tensor([2, 0])
+    compiled = torch.compile(lambda c, s, r: c.append(s, r), backend="eager", fullgraph=True)  # raises on a graph break
+    with torch.inference_mode():
+        grown, plain = compiled(cache, step, rows), cache.append(step, rows)
+    assert torch.equal(grown.k, plain.k) and torch.equal(grown.v, plain.v)

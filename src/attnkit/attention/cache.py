@@ -52,8 +52,8 @@ class KVCache:
             k = torch.cat([self.k, other.k], dim=2)  # (B, H, S + S2, E)
             v = torch.cat([self.v, other.v], dim=2)  # (B, H, S + S2, E)
             return KVCache(k, v)
-        if torch.is_grad_enabled() and (self.k.requires_grad or other.k.requires_grad):
-            return self.reorder(rows).append(other)  # index_select(out=) has no gradient
+        if (torch.is_grad_enabled() and (self.k.requires_grad or other.k.requires_grad)) or torch.compiler.is_compiling():
+            return self.reorder(rows).append(other)  # index_select(out=) has no gradient, and breaks torch.compile's graph
         return KVCache(_picked_then(self.k, rows, other.k), _picked_then(self.v, rows, other.v))
 
     def reorder(self, index: Tensor) -> KVCache:
