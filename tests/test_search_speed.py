@@ -33,3 +33,27 @@ def test_before_must_be_a_checkout(tiny_transformer_run: Path, tmp_path: Path) -
     done = run_script(str(tiny_transformer_run), "--before", str(tmp_path))
     assert done.returncode != 0
     assert "not a checkout of attnkit" in done.stderr
+
+
+def test_compile_times_the_compiled_step_against_the_eager_one(tiny_transformer_run: Path, multi30k: Path) -> None:
+    # The after side compiles its step: same outputs, its first (compiling) decode reported apart.
+    done = run_script(
+        str(tiny_transformer_run),
+        "--before",
+        str(ROOT),
+        "--compile",
+        "--beam",
+        "1",
+        "--n",
+        "2",
+        "--repeats",
+        "1",
+        "--threads",
+        "1",
+        "--data",
+        str(multi30k.parent),
+    )
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout.splitlines()[-1])
+    assert record["compile"] is True and record["identical"] is True
+    assert len(record["after"]["first_seconds"]) == 1 and "first_seconds" not in record["before"]
