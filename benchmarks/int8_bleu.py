@@ -1,7 +1,7 @@
 """What int8 costs on this CPU: BLEU of int8 against fp32, per instruction set, on one trained run.
 
     .venv/bin/python benchmarks/int8_bleu.py RUN_DIR [--data ../shared/data/multi30k] [--threads 2]
-        [--isas native avx2 avx2-mkl] [--beams 1 5] [--limit N] [--work DIR]
+        [--isas native native-onednn avx2 avx2-onednn] [--beams 1 5] [--limit N] [--work DIR] [--src FILE --ref FILE]
 
 One run exports RUN_DIR to CTranslate2 three times (float32, int8, int8_float32; into --work,
 default RUN_DIR/int8), then, for each instruction-set setting, decodes Multi30k test_2016_flickr in
@@ -9,11 +9,14 @@ a process of its own (the settings are read when the libraries load):
 
 | setting | environment | what it imitates |
 |---|---|---|
-| `native` | nothing | this CPU as it is |
+| `native` | nothing | this CPU as it is (on a CPU without VNNI, attnkit picks MKL for CTranslate2) |
+| `native-onednn` | `CT2_USE_MKL=0` | this CPU as it is, on CTranslate2's own default for non-Intel CPUs (oneDNN) |
 | `avx2` | `CT2_FORCE_CPU_ISA=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2` | a CPU with AVX2 only (no AVX-512, no VNNI), as attnkit runs there (CTranslate2 on MKL) |
 | `avx2-onednn` | `avx2` + `CT2_USE_MKL=0` | the same with CTranslate2's own default on non-Intel CPUs (oneDNN) |
 
-For each setting and search it prints one JSON line per engine: sacreBLEU against the references,
+The first line names the CPU as `attnkit doctor` does, with the date; for each setting and search it
+prints one JSON line per engine, with the GEMM backend CTranslate2 ran on (`ct2_backend`, read from the
+loaded module): sacreBLEU against the references,
 the BLEU change from CTranslate2 float32 in the same setting, and `same_as_fp32`, the share of
 sentences whose output equals CTranslate2 float32's. `attnkit-int8` is attnkit's own dynamic int8
 (`translate --dtype int8`, PyTorch's fbgemm). The last line is a Markdown table for
@@ -27,10 +30,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 AVX2 = {"CT2_FORCE_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
-ISAS = {"native": {}, "avx2": AVX2, "avx2-onednn": AVX2 | {"CT2_USE_MKL": "0"}}
+ISAS = {"native": {}, "native-onednn": {"CT2_USE_MKL": "0"}, "avx2": AVX2, "avx2-onednn": AVX2 | {"CT2_USE_MKL": "0"}}
 QUANTIZATIONS = ["float32", "int8", "int8_float32"]
 
 
@@ -57,7 +61,10 @@ def one_setting(args: argparse.Namespace) -> None:
     from attnkit.families.translation.translate import translate
 
     torch.set_num_threads(args.threads)
-    pairs = read_parallel(Path(args.data) / "test_2016_flickr.en.gz", Path(args.data) / "test_2016_flickr.de.gz")[: args.limit]
+    if args.src:
+        pairs = read_parallel(Path(args.src), Path(args.ref))[: args.limit]
+    else:
+        pairs = read_parallel(Path(args.data) / "test_2016_flickr.en.gz", Path(args.data) / "test_2016_flickr.de.gz")[: args.limit]
     src, ref = [p[0] for p in pairs], [p[1] for p in pairs]
     work = Path(args.work)
     for beam in args.beams:
@@ -74,7 +81,8 @@ def one_setting(args: argparse.Namespace) -> None:
         for engine, out in outputs.items():
             bleu = sacrebleu.corpus_bleu(out, [ref]).score
             same = sum(a == b for a, b in zip(out, base)) / len(base)
-            row = {"setting": args.one, "engine": engine, "beam": beam, "bleu": round(bleu, 2), "delta_bleu": round(bleu - base_bleu, 2)}
+            row = {"setting": args.one, "ct2_backend": ctranslate2_model.loaded_backend(), "engine": engine, "beam": beam}
+            row |= {"bleu": round(bleu, 2), "delta_bleu": round(bleu - base_bleu, 2)}
             print(json.dumps(row | {"same_as_fp32": round(same, 4), "sentences": len(src), "threads": args.threads}), flush=True)
 
 
@@ -90,8 +98,6 @@ def _table(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    from attnkit.precision import cpu_flags, cpu_model
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run")
     parser.add_argument("--data", default="../shared/data/multi30k")
@@ -99,6 +105,8 @@ def main() -> None:
     parser.add_argument("--isas", nargs="+", choices=list(ISAS), default=list(ISAS))
     parser.add_argument("--beams", nargs="+", type=int, default=[1, 5])
     parser.add_argument("--limit", type=int)
+    parser.add_argument("--src", help="source sentences, one a line (instead of Multi30k's test_2016_flickr)")
+    parser.add_argument("--ref", help="their references, one a line (with --src)")
     parser.add_argument("--work")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one setting in this process
     args = parser.parse_args()
@@ -108,10 +116,14 @@ def main() -> None:
         return
     _export(args.run, Path(args.work))
     rows = []
-    print(json.dumps({"cpu": cpu_model(), "flags": sorted(cpu_flags() & {"avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8"})}))
+    from attnkit.commands.doctor import checks
+
+    cpu = next(detail for what, _, detail, _ in checks() if what == "CPU")
+    print(json.dumps({"doctor_cpu": cpu, "date": time.strftime("%Y-%m-%d"), "run": args.run, "threads": args.threads}))
     for isa in args.isas:
         command = [sys.executable, __file__, args.run, "--data", args.data, "--threads", str(args.threads), "--work", args.work, "--one", isa]
         command += ["--beams", *map(str, args.beams)] + (["--limit", str(args.limit)] if args.limit else [])
+        command += ["--src", args.src, "--ref", args.ref] if args.src else []
         result = subprocess.run(command, env=os.environ | ISAS[isa], capture_output=True, text=True, check=False)
         if result.returncode:
             sys.exit(f"setting {isa} failed:\n{result.stderr[-3000:]}")

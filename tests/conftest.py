@@ -29,6 +29,12 @@ from attnkit.families import family_of, validate_run
 from attnkit.families.sentence.codec import SentenceVocabs
 from attnkit.families.sentence.data import LabelMap
 from attnkit.families.translation.codec import Vocabs
+from attnkit.families.translation.export.ctranslate2_model import choose_gemm_backend
+
+# CTranslate2 reads CT2_USE_MKL once, when it is imported: attnkit's choice (MKL where oneDNN's int8 would
+# saturate) is made here, before any test module can import ctranslate2, so that the int8 tests meet the same
+# backend whatever order they run in (test_int8_isa.py imports it first on purpose, in a child process).
+choose_gemm_backend()
 
 # The shared data folder beside the checkout (CI lays a copy of shared/ there too).
 MULTI30K = Path(os.environ.get("ATTNKIT_MULTI30K", Path(__file__).resolve().parents[2] / "shared/data/multi30k"))

@@ -78,7 +78,7 @@ def test_ctranslate2_int8_export_loads_and_translates(trained, tmp_path):
     """int8 keeps float32's output where CTranslate2's int8 GEMM sums in 32 bits (VNNI, or MKL, which attnkit picks on
     CPUs without VNNI): 60 of 60 (VNNI) and 53 of 60 (AVX2, MKL) measured on this toy; oneDNN without VNNI, 16 of 60."""
     _needs_ctranslate2()
-    backend, accurate, why = ctranslate2_model.int8_gemm()
+    backend, accurate, why = ctranslate2_model.int8_here()
     if not accurate:
         pytest.skip(f"CTranslate2's int8 GEMM here is {backend} ({why}); test_int8_isa.py checks what attnkit says of it")
     bundle = read_bundle(_export(trained, tmp_path / "ct2-int8", "ctranslate2", "--quantization", "int8"), "ctranslate2")

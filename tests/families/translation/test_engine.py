@@ -4,6 +4,7 @@ pass of attnkit's model) equals the attention of attnkit's own greedy search; ba
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import shutil
@@ -24,7 +25,9 @@ from attnkit.families.translation.explore import explore, record
 from attnkit.families.translation.export import ctranslate2_model
 from attnkit.families.translation.translate import translate, translate_run
 
-pytest.importorskip("ctranslate2", reason="the optional ctranslate2 package (pip install 'attnkit[export]')")
+# find_spec, not importorskip: importing ctranslate2 at collection would fix its GEMM backend before attnkit
+# chooses it (CTranslate2 reads CT2_USE_MKL as it loads; tests/conftest.py chooses first).
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None, reason="the optional ctranslate2 package (pip install 'attnkit[export]')")
 FAMILY = FAMILIES["translation"]
 
 

@@ -5,6 +5,7 @@ imitated AVX2-only CPU (CT2_FORCE_CPU_ISA, ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILI
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -70,12 +71,14 @@ def test_export_int8_warns_where_it_loses_accuracy(cpu, monkeypatch, tiny_transf
         pytest.skip("the optional ctranslate2 package (pip install 'attnkit[export]')")
     cpu(AMD_AVX2)
     monkeypatch.setenv("CT2_USE_MKL", "0")
+    monkeypatch.setattr(ctranslate2_model, "loaded_backend", lambda: "oneDNN")  # as ctranslate2 loads under that setting
     with caplog.at_level("WARNING", logger="attnkit"):
         assert main(["export", str(tiny_transformer_run), "--format", "ctranslate2", "--out", str(tmp_path / "fp32")]) == 0
         assert "BLEU" not in caplog.text  # float32: nothing to say
         assert main(["export", str(tiny_transformer_run), "--format", "ctranslate2", "--quantization", "int8", "--out", str(tmp_path / "int8")]) == 0
     assert "--quantization int8: on this CPU CTranslate2 multiplies int8 with oneDNN" in caplog.text
     assert ctranslate2_model.INT8_ONEDNN_MEASURED in caplog.text
+    assert "unset CT2_USE_MKL to let attnkit use MKL" in caplog.text
 
 
 @pytest.mark.skipif(os.environ.get("ONEDNN_MAX_CPU_ISA") == "AVX2", reason="already on the imitated AVX2 path")
@@ -90,3 +93,40 @@ def test_deployment_on_an_avx2_only_cpu():
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "SKIPPED" not in result.stdout and " passed" in result.stdout, result.stdout[-2000:]
+
+
+IMPORTED_FIRST = """
+import json, logging, os, sys
+import ctranslate2  # before attnkit: its GEMM backend is fixed now, from the environment as it is
+os.environ.pop("CT2_USE_MKL", None)  # as in a process that never set it (argv[1] == "1": it was set to 0 at import)
+from attnkit.families.translation.export import ctranslate2_model
+logging.basicConfig(level=logging.WARNING, format="%(message)s")
+ctranslate2_model.warn_int8("int8")
+backend, accurate, why = ctranslate2_model.int8_here()
+types = sorted(ctranslate2.get_supported_compute_types("cpu"))
+print(json.dumps({"backend": backend, "accurate": accurate, "types": types}))
+"""
+
+
+@pytest.mark.parametrize("forced_onednn", [False, True], ids=["as-imported", "onednn-at-import"])
+def test_ctranslate2_imported_before_attnkit_is_reported_as_it_runs(forced_onednn):
+    """A program that imports ctranslate2 before attnkit keeps the backend CTranslate2 picked then, whatever attnkit
+    would choose: attnkit reports that backend (an MKL build offers int16, oneDNN does not) and, where it is
+    oneDNN without VNNI, int8 work says so in one line with the fix. `onednn-at-import` makes that case happen on
+    every x86 CPU: CT2_USE_MKL=0 and oneDNN capped at AVX2 while ctranslate2 loads, the variable gone afterwards."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        pytest.skip("the optional ctranslate2 package (pip install 'attnkit[export]')")
+    if "avx2" not in precision.cpu_flags():
+        pytest.skip("not an x86 CPU with AVX2: CTranslate2's int8 backends are not chosen by attnkit here")
+    env = {k: v for k, v in os.environ.items() if k != "CT2_USE_MKL"}
+    if forced_onednn:
+        env |= AVX2_ONLY | {"CT2_USE_MKL": "0"}
+    result = subprocess.run([sys.executable, "-c", IMPORTED_FIRST], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["backend"] == ("MKL" if "int16" in report["types"] else "oneDNN")
+    warnings = [line for line in result.stderr.splitlines() if "multiplies int8" in line]
+    assert len(warnings) == (0 if report["accurate"] else 1), result.stderr
+    if forced_onednn:
+        assert (report["backend"], report["accurate"]) == ("oneDNN", False)
+        assert "ctranslate2 was imported before attnkit could choose MKL: set CT2_USE_MKL=1 before importing ctranslate2" in warnings[0]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -169,22 +170,44 @@ def write(model: Any, vocabs: Vocabs, decode: Decode, quantization: str | None) 
     return into
 
 
-def int8_gemm(environ: Mapping[str, str] = os.environ) -> tuple[str, bool, str]:
+def int8_gemm(environ: Mapping[str, str] = os.environ, loaded: str | None = None) -> tuple[str, bool, str]:
     """CTranslate2's int8 GEMM backend on this CPU, whether its int8 output is close to float32's, and why.
 
     CTranslate2 multiplies int8 matrices with Intel MKL on Intel CPUs and with oneDNN elsewhere
-    (`CT2_USE_MKL` overrides). oneDNN without VNNI sums pairs of u8 x s8 products in 16 bits, which
-    saturate: measured on m30k-small (docs/deployment.md, int8), its int8 output then loses BLEU,
-    while MKL's stays within noise of float32.
+    (`CT2_USE_MKL` overrides, read once, when ctranslate2 is imported). oneDNN without VNNI sums pairs of
+    u8 x s8 products in 16 bits, which saturate: measured on m30k-small (docs/deployment.md, int8), its int8
+    output then loses BLEU, while MKL's stays within noise of float32. `loaded` is the backend of a
+    ctranslate2 this process has already imported (`loaded_backend()`): it wins over what `environ` asks for.
     """
     if "avx2" not in cpu_flags():
         return "CTranslate2's default", True, "not an x86 CPU with AVX2: int8 not measured on this kind of CPU"
     vnni, why = int8_dot_products(environ)
     choice = environ.get("CT2_USE_MKL", "").strip().lower()
-    mkl = choice in ("1", "true") if choice else "GenuineIntel" in cpu_model()
+    if loaded:
+        mkl = loaded == "MKL"
+    else:
+        mkl = choice in ("1", "true") if choice else "GenuineIntel" in cpu_model()
     if mkl:
         return "MKL", True, why
     return "oneDNN", vnni, why + ("" if vnni else ": oneDNN's int8 sums saturate in 16 bits")
+
+
+def loaded_backend() -> str | None:
+    """The GEMM backend of the ctranslate2 this process has imported, "MKL" or "oneDNN" (None: not imported yet).
+
+    Read from the module itself, not from the environment, which may have changed since it was read: only
+    an MKL backend offers int16 (measured with ctranslate2 4.8.5 on an AVX2 AMD EPYC: `CT2_USE_MKL=1` gives
+    float32, int16, int8, int8_float32; `CT2_USE_MKL=0` the same without int16).
+    """
+    module = sys.modules.get("ctranslate2")
+    if module is None:
+        return None
+    return "MKL" if "int16" in module.get_supported_compute_types("cpu") else "oneDNN"
+
+
+def int8_here() -> tuple[str, bool, str]:
+    """`int8_gemm` for this process: the backend of the ctranslate2 it has loaded, else the one it will load."""
+    return int8_gemm(os.environ, loaded_backend())
 
 
 def choose_gemm_backend(environ: MutableMapping[str, str] = os.environ) -> None:
@@ -197,8 +220,10 @@ def choose_gemm_backend(environ: MutableMapping[str, str] = os.environ) -> None:
 
 
 def ctranslate2() -> Any:
-    """The ctranslate2 module, imported once the GEMM backend is chosen (CTranslate2 reads CT2_USE_MKL as it loads)."""
-    choose_gemm_backend()
+    """The ctranslate2 module, imported once the GEMM backend is chosen (CTranslate2 reads CT2_USE_MKL as it loads;
+    where it is already imported, the choice is too late and `warn_int8` says so)."""
+    if "ctranslate2" not in sys.modules:
+        choose_gemm_backend()
     return optional("ctranslate2")
 
 
@@ -211,14 +236,23 @@ def load(bundle: Bundle, compute_type: str = "default", threads: int = 0, batche
 
 
 def warn_int8(quantization: str | None, option: str = "--quantization") -> None:
-    """Say so where CTranslate2's int8 (`option quantization`) loses accuracy on this CPU (docs/deployment.md, int8)."""
-    backend, accurate, why = int8_gemm()
-    if quantization in ("int8", "int8_float32") and not accurate:
-        log.warning(
-            "%s %s: on this CPU CTranslate2 multiplies int8 with %s (%s): measured %s (docs/deployment.md, int8); "
-            "unset CT2_USE_MKL to let attnkit use MKL",
-            option, quantization, backend, why, INT8_ONEDNN_MEASURED,
-        )  # fmt: skip
+    """Say so, in one line with the fix, where CTranslate2's int8 (`option quantization`) loses accuracy in this
+    process: its oneDNN backend without VNNI, because the user asked for it (CT2_USE_MKL=0) or because
+    ctranslate2 was imported before attnkit could choose MKL (docs/deployment.md, int8)."""
+    if quantization not in ("int8", "int8_float32"):
+        return
+    ctranslate2()
+    backend, accurate, why = int8_here()
+    if accurate:
+        return
+    if os.environ.get("CT2_USE_MKL", "").strip().lower() in ("0", "false"):
+        fix = "unset CT2_USE_MKL to let attnkit use MKL"
+    else:
+        fix = "ctranslate2 was imported before attnkit could choose MKL: set CT2_USE_MKL=1 before importing ctranslate2, or import attnkit first"
+    log.warning(
+        "%s %s: on this CPU CTranslate2 multiplies int8 with %s (%s): measured %s (docs/deployment.md, int8); %s",
+        option, quantization, backend, why, INT8_ONEDNN_MEASURED, fix,
+    )  # fmt: skip
 
 
 Ranked = list[tuple[list[str], float]]  # one sentence's hypotheses, best first: (pieces, `</s>` last if finished; log P)
