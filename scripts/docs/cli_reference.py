@@ -14,6 +14,7 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 SRC_URI = "reference/cli.md"
+WIDTH = 100
 INTRO = """# Command line
 
 Every command of `attnkit` (also `python -m attnkit`), with its arguments. This page is generated
@@ -52,7 +53,7 @@ def _subcommands(parser: argparse.ArgumentParser, prefix: str):
 
 
 def _section(parser: argparse.ArgumentParser) -> list[str]:
-    formatter = parser._get_formatter()
+    formatter = parser.formatter_class(prog=parser.prog, width=WIDTH)  # the terminal's width would vary by machine
     usage = formatter._format_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups, "").strip()
     lines = ["```text", usage, "```", ""]
     if parser.description:
@@ -72,10 +73,11 @@ def _row(formatter: argparse.HelpFormatter, action: argparse.Action) -> str:
         name += " " + formatter._format_args(action, formatter._get_default_metavar_for_optional(action))
     text = formatter._expand_help(action) if action.help else ""
     default = action.default
-    shown = "" if default in (None, False, argparse.SUPPRESS) or action.nargs == 0 else f"`{default}`"
+    shown = "" if default in (None, False, [], argparse.SUPPRESS) or action.nargs == 0 else f"`{default}`"
     return f"| `{_escape(name)}` | {_escape(text)} | {_escape(shown)} |"
 
 
 def _escape(text: str) -> str:
-    """Keep a table cell one cell: pipes escaped, newlines folded."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Keep a table cell one cell (pipes escaped, newlines folded) and `<kind>` text, not an HTML tag."""
+    parts = " ".join(text.split()).replace("|", "\\|").split("`")
+    return "`".join(part if i % 2 else part.replace("<", "&lt;").replace(">", "&gt;") for i, part in enumerate(parts))
