@@ -13,12 +13,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]' (make install does)")
-pytest.importorskip("material", reason="the docs extra is not installed: pip install -e '.[docs]' (make install does)")
-pytest.importorskip("mkdocstrings_handlers.python", reason="the docs extra is not installed: pip install -e '.[docs]' (make install does)")
+NO_DOCS_EXTRA = "the docs extra is not installed: pip install -e '.[docs]' (make install does)"
+
+
+def test_the_readme_is_a_landing_page():
+    """At most about 15 KB (issue 53), with the two set-up commands CI and newcomers rely on."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.encode()) <= 15_000, f"README.md is {len(text.encode()):,} bytes: move the detail into docs/"
+    assert "make demo " in text and "make test " in text
 
 
 def test_the_site_builds_strict(tmp_path):
+    for module in ("mkdocs", "material", "mkdocstrings_handlers.python"):
+        pytest.importorskip(module, reason=NO_DOCS_EXTRA)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(REPO / "mkdocs.yml"), "--site-dir", str(tmp_path / "site")],
