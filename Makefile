@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 DEMO_MINUTES ?= 6
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint install jemalloc chromium clean
+.PHONY: demo test lint install docs jemalloc chromium clean
 
 install: $(VENV)/.installed
 
@@ -34,6 +34,8 @@ $(VENV)/.installed: $(VENV)/.runtime
 	# The notebook test (attnkit.show): nbclient runs a notebook on an ipykernel; torch pinned the same way.
 	$(PY) -m pip install -c $(VENV)/torch-pin.txt "nbclient>=0.10" "nbformat>=5.10" "ipykernel>=6.29"
 	$(PY) -m pip install --no-deps captum==0.9.0
+	# The docs site (attnkit[docs]: mkdocs-material, mkdocstrings), which the tests build in strict mode; torch pinned.
+	$(PY) -m pip install -c $(VENV)/torch-pin.txt -e ".[docs]"
 	touch $@
 
 # jemalloc keeps training's memory flat (src/attnkit/allocator.py; docs/training.md, Memory): installed
@@ -60,10 +62,14 @@ demo: $(VENV)/.runtime jemalloc
 test: install lint jemalloc chromium
 	$(PY) -m pytest
 
+# The docs site on http://127.0.0.1:8001, rebuilt on every save (`make test` builds it with --strict).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
+
 lint: install
 	$(PY) -m ruff check src tests benchmarks scripts
 	$(PY) -m ruff format --check src tests benchmarks scripts
 	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) runs demo
+	rm -rf $(VENV) runs demo site

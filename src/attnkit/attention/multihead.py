@@ -216,7 +216,7 @@ class MultiHeadAttention(nn.Module):
             need_weights: ``False`` lets several queries use ``F.scaled_dot_product_attention``.
             head_mask: per-head gate ``(H,)`` or ``(B, H)``, or ``None``.
             rows: ``(B,)`` the rows of ``cache`` that the B positions continue (beam search's
-            reordering, copied once with the append), or ``None``: all of them, in order.
+                reordering, copied once with the append), or ``None``: all of them, in order.
 
         Returns:
             context ``(B, T, D)``, weights ``(B, H, T, S0 + T)`` (or ``None``) and the cache

@@ -17,7 +17,7 @@ c_t = f c_{t-1} + i g; h_t = o tanh(c_t)); the attention equations are those of
 passed in (autocast's, cast once by the caller); everything element-wise (gates, cell states, the
 tanh layers, the softmax) in float32 at least, which on a CPU is also the faster: `tanh` of a
 (215, 16, 256) bf16 tensor takes 650 us on two cores, of a float32 one 113 us. `RNNSeq2Seq.fused` says when
-a decoder trains through this loop; `tests/models/test_rnn_bptt.py` checks outputs and gradients
+a decoder trains through this loop; `tests/families/translation/test_rnn_bptt.py` checks outputs and gradients
 against `_step` under autograd, in float64 and in bf16.
 """
 
