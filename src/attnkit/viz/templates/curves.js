@@ -30,7 +30,7 @@ const AttnCurves = (() => {
 
   function label(v) {
     const a = Math.abs(v);
-    return a !== 0 && (a < 1e-2 || a >= 1e5) ? v.toExponential(1) : String(+v.toPrecision(4));
+    return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(1) : String(+v.toPrecision(4));
   }
 
   // One chart: `title`, then each of `lines` ({colour, line: {label, step, minutes, value}}) against `x`.
