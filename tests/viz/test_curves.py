@@ -13,8 +13,9 @@ import pytest
 
 from attnkit.cli import main
 from attnkit.families import run_family
-from attnkit.viz.curves import read_records, run_curves
+from attnkit.viz.curves import read_records, run_curves, valid_points
 from attnkit.viz.report import embed_json, template
+from benchmark_scripts import load_benchmark
 
 NODE = shutil.which("node")
 STUB = (Path(__file__).parent / "dom_stub.js").read_text(encoding="utf-8")
@@ -123,3 +124,10 @@ console.log(JSON.stringify({{charts: all().filter((e) => (e.attributes || {{}}).
     assert shown["before"] != shown["after"]
     xs = [float(pt.split(",")[0]) for pt in shown["before"][0].split()]
     assert xs == sorted(xs) and xs[0] < xs[-1]  # updates left to right
+
+
+def test_the_curve_benchmarks_read_metrics_through_the_package(tiny_trained_run):
+    valid = [r for r in read_records(tiny_trained_run / "metrics.jsonl") if r["kind"] == "valid"]
+    assert load_benchmark("compare_curves").curve(str(tiny_trained_run)) == {r["step"]: {"bleu": r["bleu"], "loss": r["loss"]} for r in valid}
+    assert [q["step"] for q in valid_points(valid, ("bleu", "loss"))] == [3, 6]
+    assert valid_points(valid, ("f1",)) == []  # a key the run never logged: no points
