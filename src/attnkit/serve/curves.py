@@ -2,8 +2,10 @@
 
 The explorer page (`static/attention-page.js`) draws them for the picked run with
 `viz/templates/curves.js`, the script the report inlines. The run's metrics.jsonl is read on every
-request, so a run still training shows its newest values. 404: no such run, or no metrics yet;
-422: a line of metrics.jsonl that is not a record (the one-line error naming the file and line).
+request, so a run still training shows its newest values. A run with no metrics yet answers 200 with
+`curves: null` and a `note` (a normal state, which browsers would log as an error if it were a 404);
+404: no such run; 422: a line of metrics.jsonl that is not a record (the one-line error naming the
+file and line).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from attnkit.viz.curves import METRICS_FILE, run_curves
 
 class CurvesResponse(BaseModel):
     model: str
-    curves: dict  # `Curves.to_json()`: name, path, panels of lines (label, step, minutes, value)
+    curves: dict | None  # `Curves.to_json()`: name, path, panels of lines (label, step, minutes, value); None: no metrics yet
+    note: str | None = None  # why there are no curves
 
 
 def add_curves_route(app: FastAPI, runs: dict[str, LoadedRun]) -> None:
@@ -34,5 +37,5 @@ def add_curves_route(app: FastAPI, runs: dict[str, LoadedRun]) -> None:
         except AttnkitError as e:
             raise HTTPException(422, str(e)) from None
         if curves is None:
-            raise HTTPException(404, f"{loaded.folder / METRICS_FILE}: no metrics yet")
+            return CurvesResponse(model=name, curves=None, note=f"{loaded.folder / METRICS_FILE}: no metrics yet")
         return CurvesResponse(model=name, curves=curves.to_json())

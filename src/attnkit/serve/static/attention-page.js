@@ -3,15 +3,16 @@
 // their view and Kendall tau table). For a run, its training curves too (GET /v1/models/{name}/metrics).
 "use strict";
 
-// The picked source's training curves (a run's; a Hugging Face model has none), or the server's one line.
+// The picked source's training curves (a run's; a Hugging Face model has none), or the server's one line
+// (no metrics yet: `note`; a corrupt line: the 422's `detail`).
 async function showCurves(source) {
   const box = document.getElementById("curves");
   box.replaceChildren();
   if (!source || source.type !== "run") return;
   const response = await fetch(`/v1/models/${encodeURIComponent(source.name)}/metrics`);
   const data = await response.json();
-  if (response.ok) AttnCurves.draw(box, [data.curves]);
-  else box.appendChild(Object.assign(document.createElement("p"), {className: "attn-curves-source", textContent: `training curves: ${data.detail}`}));
+  if (data.curves) AttnCurves.draw(box, [data.curves]);
+  else box.appendChild(Object.assign(document.createElement("p"), {className: "attn-curves-source", textContent: `training curves: ${data.note || data.detail}`}));
 }
 
 (async () => {
