@@ -147,10 +147,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         return _report_source(args)
     _check_run_options(args)
     loaded, lines, options = _explore_inputs(args)
+    curves = run_curves(args.run, loaded.family.run_schema.METRICS, missing_ok=True)  # a corrupt line: before any decoding
     records = loaded.family.records(loaded, lines, options)
     if args.attribute:
         records = [dict(r, attribution=_run_attribution(loaded, line, options, args)) for r, line in zip(records, lines)]
-    curves = run_curves(args.run, loaded.family.run_schema.METRICS, missing_ok=True)
     write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script(),
                  curves=[curves.to_json()] if curves else [])  # fmt: skip
     print(f"wrote {args.out}")
