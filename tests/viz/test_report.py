@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -70,3 +71,15 @@ def test_placeholders_in_the_input_stay_as_they_are(tiny_transformer_run, tmp_pa
     assert main(["report", str(tiny_transformer_run), "t1 {{curves}} {{title}}", "--out", str(out), "--beam", "1"]) == 0
     (data,) = DATA.findall(out.read_text(encoding="utf-8"))
     assert json.loads(data)[0]["source"] == "t1 {{curves}} {{title}}"
+
+
+def test_report_of_a_run_with_a_corrupt_metrics_line_is_one_line(tiny_trained_run, tmp_path, capsys):
+    run = shutil.copytree(tiny_trained_run, tmp_path / "toy")
+    with (run / "metrics.jsonl").open("a", encoding="utf-8") as f:
+        f.write("{oops\n")
+    assert main(["report", str(run), "t1 t2", "--out", str(tmp_path / "r.html"), "--beam", "1"]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"attnkit: error: {run / 'metrics.jsonl'}, line 9: not JSON (Expecting property name enclosed in double quotes at column 2)"
+    )
+    assert not (tmp_path / "r.html").exists()
