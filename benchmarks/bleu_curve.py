@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from attnkit.viz.curves import METRICS_FILE, read_records, valid_points  # noqa: E402
+
 
 def main() -> None:
     p = argparse.ArgumentParser()
@@ -21,9 +23,8 @@ def main() -> None:
     p.add_argument("--out", help="path prefix for .png and .json (default: benchmarks/results/<run name>_bleu_curve)")
     args = p.parse_args()
     run = Path(args.run)
-    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    valid = [r for r in records if r["kind"] == "valid" and "bleu" in r]
-    points = [{"step": r["step"], "minutes": round(r["elapsed"] / 60, 2), "bleu": round(r["bleu"], 2), "loss": round(r["loss"], 3)} for r in valid]
+    valid = valid_points(read_records(run / METRICS_FILE), ("bleu", "loss"))
+    points = [{"step": q["step"], "minutes": round(q["minutes"], 2), "bleu": round(q["bleu"], 2), "loss": round(q["loss"], 3)} for q in valid]
     out = Path(args.out or f"benchmarks/results/{run.name}_bleu_curve")
     out.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 4))

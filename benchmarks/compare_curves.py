@@ -24,6 +24,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from attnkit.viz.curves import METRICS_FILE, read_records, valid_points  # noqa: E402
+
 
 def curve(source: str) -> dict[int, dict]:
     """{step: {"bleu", "loss"}} of a run folder or of one label of an earlier compare_curves JSON."""
@@ -31,8 +33,7 @@ def curve(source: str) -> dict[int, dict]:
     if label:
         record = json.loads(Path(path + ".json").read_text())
         return {p["step"]: {"bleu": p[label], "loss": p[f"loss_{label}"]} for p in record["points"]}
-    records = (json.loads(line) for line in (Path(source) / "metrics.jsonl").read_text().splitlines())
-    return {r["step"]: {"bleu": r["bleu"], "loss": r["loss"]} for r in records if r["kind"] == "valid" and "bleu" in r}
+    return {q["step"]: {"bleu": q["bleu"], "loss": q["loss"]} for q in valid_points(read_records(Path(source) / METRICS_FILE), ("bleu", "loss"))}
 
 
 def seed_noise(curves: list[dict[int, dict]], step: int) -> float:

@@ -17,11 +17,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from attnkit.viz.curves import METRICS_FILE, read_records, valid_points  # noqa: E402
+
 
 def curve(run: Path) -> list[dict]:
-    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    return [{"step": r["step"], "minutes": round(r["elapsed"] / 60, 2), "f1": round(r["f1"], 2), "loss": round(r["loss"], 3)}
-            for r in records if r["kind"] == "valid" and "f1" in r]  # fmt: skip
+    points = valid_points(read_records(run / METRICS_FILE), ("f1", "loss"))
+    return [{"step": q["step"], "minutes": round(q["minutes"], 2), "f1": round(q["f1"], 2), "loss": round(q["loss"], 3)} for q in points]
 
 
 def main() -> None:

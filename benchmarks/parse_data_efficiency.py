@@ -29,6 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from attnkit.families import load_config  # noqa: E402
 from attnkit.families.parse.task import read_splits  # noqa: E402
+from attnkit.viz.curves import METRICS_FILE, read_records  # noqa: E402
 
 ATTNKIT = str(Path(sys.executable).with_name("attnkit"))
 FULL_WSJ = 39_832  # training trees of WSJ sections 02-21
@@ -63,8 +64,7 @@ def score(run: Path, trees: str, split: str) -> dict:
 
 
 def updates(run: Path) -> int:
-    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    return max(r["step"] for r in records)
+    return max(r["step"] for r in read_records(run / METRICS_FILE))
 
 
 def power_law(trees: list[int], f1: list[float], at: int) -> float:

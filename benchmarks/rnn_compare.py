@@ -48,6 +48,7 @@ def train_one(name: str, minutes: float, data: Path, runs: Path, extra: list[str
     from attnkit.families import load_run
     from attnkit.families.translation.bleu import score_translations
     from attnkit.families.translation.translate import translate
+    from attnkit.viz.curves import METRICS_FILE, read_records
 
     preset, overrides = MODELS[name]
     out = runs / f"compare-{name}"
@@ -55,8 +56,7 @@ def train_one(name: str, minutes: float, data: Path, runs: Path, extra: list[str
     sets = [f"train.max_minutes={minutes}", "train.max_steps=null", *overrides, *extra]
     cmd = [sys.executable, "-m", "attnkit", "train", preset, "--out", str(out), "--data", str(data)]
     subprocess.run(cmd + [a for s in sets for a in ("--set", s)], check=True)
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    valid = [r for r in records if r["kind"] == "valid"]
+    valid = [r for r in read_records(out / METRICS_FILE) if r["kind"] == "valid"]
     pairs = read_parallel(data / "test_2016_flickr.en.gz", data / "test_2016_flickr.de.gz")
     loaded = load_run(out, "best")
     settings = Decode(beam=4, alpha=loaded.run.decode.alpha, batch_size=64)

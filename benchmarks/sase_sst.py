@@ -31,6 +31,7 @@ from attnkit.families import load_config, load_run
 from attnkit.families.sentence.infer import evaluate_labelled
 from attnkit.train.loop import train
 from attnkit.train.state import TrainState
+from attnkit.viz.curves import METRICS_FILE, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESET = ROOT / "src/attnkit/presets/sase-sst5.yaml"
@@ -57,7 +58,7 @@ def run_variant(name: str, overrides: list[str], minutes: float, threads: int, d
 def record(out: Path, name: str, data: str | None) -> dict:
     """The figures of a trained run folder: its best checkpoint scored on the SST dev trees."""
     state = TrainState.from_dict(json.loads((find_checkpoint(out, "last") / "state.json").read_text())["train_state"])
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    records = read_records(out / METRICS_FILE)
     best_step = int(state.best_checkpoint.removeprefix("step_"))
     best = next(r for r in records if r["kind"] == "valid" and r["step"] == best_step)
     within = [r["accuracy"] for r in records if r["kind"] == "valid" and r["elapsed"] <= BUDGET_MINUTES * 60]

@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny untrained run folders on disk, built in well under a second, and
+"""Shared fixtures: tiny untrained run folders on disk, built in well under a second; `tiny_trained_run`,
+a shrunk toy-reverse that `attnkit train` trains for 6 updates (its metrics.jsonl for curves); and
 `full_disk`, which makes chosen writes fail as on a full (or read-only) disk; `train_to_reverse`, which
 teaches a tiny Transformer run to reverse its input in a few seconds.
 
@@ -103,6 +104,22 @@ def tiny_rnn_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_sase_run(tmp_path_factory) -> Path:
     return make_tiny_run(tmp_path_factory.mktemp("runs") / "tiny-sase", TINY_SASE)
+
+
+# toy-reverse shrunk to train in seconds: a train line every update, a valid line (loss, BLEU) every 3.
+TINY_TRAINING = {"train.max_steps": 6, "train.eval_every": 3, "train.log_every": 1, "train.max_tokens": 128, "model.d_model": 32,
+                 "model.d_ff": 64, "model.n_heads": 2, "data.synthetic.train_size": 200, "data.synthetic.valid_size": 8}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def tiny_trained_run(tmp_path_factory) -> Path:
+    """A run folder that `attnkit train` wrote (toy-reverse, `TINY_TRAINING`): a real metrics.jsonl with 6
+    train lines and 2 valid lines. Tests that write into a run folder copy it first."""
+    from attnkit.cli import main
+
+    out = tmp_path_factory.mktemp("trained") / "toy"
+    assert main(["train", "toy-reverse", "--out", str(out), *(a for k, v in TINY_TRAINING.items() for a in ("--set", f"{k}={v}"))]) == 0
+    return out
 
 
 def reversals(rng: random.Random, n: int) -> list[tuple[list[int], list[int]]]:

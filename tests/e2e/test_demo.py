@@ -40,5 +40,6 @@ def test_demo_trains_translates_and_leaves_its_files(multi30k_slice, tmp_path, c
     with gzip.open(multi30k_slice / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as f:
         first = f.readline().strip()
     assert first in report and "encoder-decoder attention" in report
+    assert '<script type="application/json" id="curves-data">[{"name": "demo"' in report  # the training curves
     assert ".venv/bin/attnkit serve demo " in out
     assert [line for line in (tmp_path / "demo" / "metrics.jsonl").read_text().splitlines() if '"valid"' in line], "one validation at the end"

@@ -156,3 +156,41 @@ def test_report_draws_a_parse_tree(page, tmp_path):
     page.screenshot(path=str(tmp_path / "parse-report.png"), full_page=True)
     assert size[0] > 100 and size[1] > 50  # the picture decoded (an unescaped "<b>" would break it)
     assert page.errors[errors_before:] == []
+
+
+def test_explorer_and_report_draw_a_runs_training_curves(page, serve_app, tiny_trained_run, tiny_transformer_run, tmp_path):
+    """The attention page draws the picked run's curves (GET /v1/models/{name}/metrics), against updates or
+    minutes; a run without metrics gets the server's note; the report draws the same charts offline."""
+    from attnkit.cli import main
+    from attnkit.families import load_run
+    from attnkit.serve.app import create_app
+
+    server = serve_app(create_app({"toy": load_run(tiny_trained_run), "tiny": load_run(tiny_transformer_run)}))
+    tab = page.context.browser.new_page(viewport={"width": 1200, "height": 900})  # its own: the report's cards log apart from the shared page
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        tab.goto(server.url + "/attention")
+        tab.wait_for_selector("#curves svg.attn-curve polyline")
+        charts = tab.locator("#curves svg.attn-curve")
+        assert [c.get_attribute("aria-label") for c in charts.all()] == ["loss against updates", "learning rate against updates", "BLEU against updates"]
+        lines = tab.locator("#curves polyline")
+        assert lines.count() == 4  # train and valid loss, learning rate, BLEU
+        before = lines.first.get_attribute("points")
+        assert lines.first.bounding_box()["width"] > 200  # the first to the last update spans the chart
+        tab.select_option(".attn-curves-x", "minutes")
+        assert charts.first.get_attribute("aria-label") == "loss against minutes" and lines.first.get_attribute("points") != before
+        screenshot(tab, tmp_path / "explorer-curves.png")
+        tab.select_option("#model", "tiny")
+        tab.wait_for_selector("#curves p.attn-curves-source")
+        assert tab.locator("#curves").inner_text() == f"training curves: {tiny_transformer_run / 'metrics.jsonl'}: no metrics yet"
+        assert errors == []
+
+        report = tmp_path / "report.html"
+        assert main(["report", str(tiny_trained_run), "t1 t2 t3", "--out", str(report), "--beam", "1"]) == 0
+        tab.goto(report.as_uri())
+        tab.wait_for_selector("#curves svg.attn-curve polyline")
+        assert tab.locator("#curves svg.attn-curve").count() == 3 and tab.locator("#curves polyline").count() == 4
+    finally:
+        tab.close()

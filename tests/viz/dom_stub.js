@@ -23,7 +23,7 @@ class Element {
 
 globalThis.ImageData = class { constructor(data, width, height) { Object.assign(this, {data, width, height}); } };
 
-globalThis.document = {createElement: (tag) => new Element(tag), createTextNode: (text) => ({textContent: text}), body: new Element("body")};
+globalThis.document = {createElement: (tag) => new Element(tag), createElementNS: (ns, tag) => new Element(tag), createTextNode: (text) => ({textContent: text}), body: new Element("body")};
 
 // One line of JSON per record: the classes of the rendered elements and the text shown.
 globalThis.summarise = (root) => JSON.stringify({

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
 from attnkit.cli import main
+from attnkit.families import run_family
+from attnkit.viz.curves import run_curves
 from attnkit.viz.export import read_attention_jsonl
 
 DATA = re.compile(r'<script type="application/json" id="attention-data">(.*?)</script>', re.S)
@@ -42,3 +45,41 @@ def test_report_of_a_sentence_classifier_embeds_labels_and_hops(tiny_sase_run, t
     assert record["text"] == "T1 t2 t3" and record["tokens"] == ["t1", "t2", "t3"] and record["label"] in {"neg", "pos"}
     assert sum(record["probs"].values()) == pytest.approx(1.0)
     assert len(record["attention"]) == 2 and all(sum(hop) == pytest.approx(1.0) for hop in record["attention"])  # r = 2 hops
+
+
+CURVES = re.compile(r'<script type="application/json" id="curves-data">(.*?)</script>', re.S)
+
+
+def test_report_of_a_trained_run_embeds_and_draws_its_training_curves(tiny_trained_run, tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["report", str(tiny_trained_run), "t1 t2 t3", "--out", str(out), "--beam", "1"]) == 0
+    html = out.read_text(encoding="utf-8")
+    (data,) = CURVES.findall(html)
+    expected = run_curves(tiny_trained_run, run_family(tiny_trained_run).run_schema.METRICS).to_json()
+    assert json.loads(data) == [expected] and [p["key"] for p in expected["panels"]] == ["loss", "lr", "bleu"]
+    assert "const AttnCurves" in html and 'AttnCurves.draw(document.getElementById("curves"), curves)' in html
+
+
+def test_report_of_a_run_without_metrics_has_no_curves(tiny_transformer_run, tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["report", str(tiny_transformer_run), "t1 t2", "--out", str(out), "--beam", "1"]) == 0
+    assert CURVES.findall(out.read_text(encoding="utf-8")) == ["[]"]
+
+
+def test_placeholders_in_the_input_stay_as_they_are(tiny_transformer_run, tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["report", str(tiny_transformer_run), "t1 {{curves}} {{title}}", "--out", str(out), "--beam", "1"]) == 0
+    (data,) = DATA.findall(out.read_text(encoding="utf-8"))
+    assert json.loads(data)[0]["source"] == "t1 {{curves}} {{title}}"
+
+
+def test_report_of_a_run_with_a_corrupt_metrics_line_is_one_line(tiny_trained_run, tmp_path, capsys):
+    run = shutil.copytree(tiny_trained_run, tmp_path / "toy")
+    with (run / "metrics.jsonl").open("a", encoding="utf-8") as f:
+        f.write("{oops\n")
+    assert main(["report", str(run), "t1 t2", "--out", str(tmp_path / "r.html"), "--beam", "1"]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"attnkit: error: {run / 'metrics.jsonl'}, line 9: not JSON (Expecting property name enclosed in double quotes at column 2)"
+    )
+    assert not (tmp_path / "r.html").exists()

@@ -87,9 +87,17 @@ def _plot_view(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    from attnkit.commands.curves import plot_metrics
     from attnkit.sources import is_run
     from attnkit.viz.plot import plot_maps
 
+    if args.metrics:
+        return plot_metrics(args)
+    if len(args.text) > 1:
+        raise AttnkitError(f"plot: {len(args.text)} arguments after {args.run}; give one sentence in quotes, or --input FILE (several runs: --metrics)")
+    args.text = args.text[0] if args.text else None
+    if args.out is None:
+        raise AttnkitError("plot: give --out (a folder for the heatmaps; with --view a .png or .svg file)")
     if args.view is not None or not is_run(args.run):
         return _plot_view(args)
     _check_run_options(args)
@@ -132,16 +140,19 @@ def _run_attribution(loaded, line: str, options, args: argparse.Namespace) -> di
 
 def cmd_report(args: argparse.Namespace) -> int:
     from attnkit.sources import is_run
+    from attnkit.viz.curves import run_curves
     from attnkit.viz.report import write_report
 
     if not is_run(args.run):
         return _report_source(args)
     _check_run_options(args)
     loaded, lines, options = _explore_inputs(args)
+    curves = run_curves(args.run, loaded.family.run_schema.METRICS, missing_ok=True)  # a corrupt line: before any decoding
     records = loaded.family.records(loaded, lines, options)
     if args.attribute:
         records = [dict(r, attribution=_run_attribution(loaded, line, options, args)) for r, line in zip(records, lines)]
-    write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script())
+    write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script(),
+                 curves=[curves.to_json()] if curves else [])  # fmt: skip
     print(f"wrote {args.out}")
     return 0
 
@@ -214,13 +225,17 @@ def add(sub: argparse._SubParsersAction) -> None:
     from attnkit.sources.options import METHODS
     from attnkit.sources.page import MAX_CELLS
 
-    for name, help, out in (("plot", "PNG heatmaps of every attention map of a run's outputs", "folder for the PNG files"),
-                            ("report", "a self-contained HTML report of outputs and their attention", "the HTML file to write")):  # fmt: skip
+    for name, help, out in (("plot", "PNG heatmaps of every attention map of a run's outputs, or its training curves (--metrics)",
+                             "folder for the PNG files (--view, --metrics: a .png or .svg file)"),
+                            ("report", "a self-contained HTML report of outputs and their attention (and a run's training curves)", "the HTML file to write")):  # fmt: skip
         p = sub.add_parser(name, help=help, description=f"{help[0].upper()}{help[1:]} (TEXT, --input or stdin; docs/explorer.md).")
         p.add_argument("run", metavar="SOURCE", help="a run folder (`attnkit train`), a Hugging Face model folder or a hub id")
-        p.add_argument("text", nargs="?", help="a sentence (instead of --input)")
+        if name == "plot":
+            p.add_argument("text", nargs="*", metavar="TEXT", help="a sentence (instead of --input); with --metrics: more runs to overlay")
+        else:
+            p.add_argument("text", nargs="?", help="a sentence (instead of --input)")
         p.add_argument("--input", help="one sentence a line")
-        p.add_argument("--out", required=True, help=out)
+        p.add_argument("--out", required=name == "report", help=out)
         p.add_argument("--words", action="store_true", help="merge subword pieces into words (keys summed, queries averaged)")
         p.add_argument("--beam", type=positive_int, help="beam size (1 = greedy; default: the run's decode.beam)")
         p.add_argument("--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
@@ -230,6 +245,8 @@ def add(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--output", type=non_negative_int, help="with --attribute: a class, next-token id or target position (default: 0)")
         else:
             _add_view_arguments(p)
+            p.add_argument("--metrics", action="store_true",
+                           help="the training curves of the run(s), from metrics.jsonl, to --out FILE.png or .svg (default: RUN/curves.png; docs/curves.md)")  # fmt: skip
         _add_source_arguments(p)
         add_checkpoint(p)
         add_dtype(p)

@@ -2,8 +2,9 @@
 
 Routes: each family's pages (one template around the family's view, `serve/pages.py`) and `POST`
 endpoints (`attnkit.families.protocol.Api`), the `/attention` page over every run and Hugging Face
-model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), `/static/*` (plain-JS and CSS
-assets), `GET /v1/models`, `GET /healthz`, `/openapi.json`.
+model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), a run's training curves
+(`GET /v1/models/{name}/metrics`: `serve/curves.py`), `/static/*` (plain-JS and CSS assets),
+`GET /v1/models`, `GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` threads (`Batching.workers`, `--batch-workers`), and
 decodes with attnkit's search or the engine `--engine` names (`Family.engines`). Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
@@ -34,6 +35,7 @@ from attnkit.families.protocol import ATTNKIT, Endpoint, load_engine_run
 from attnkit.serve import schemas
 from attnkit.serve.batcher import DynamicBatcher
 from attnkit.serve.body_limit import BodyLimit
+from attnkit.serve.curves import add_curves_route
 from attnkit.serve.explorer import EXPLORER, add_routes
 from attnkit.serve.pages import navigation, render_page
 from attnkit.sources.page import MAX_CELLS
@@ -160,6 +162,7 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
     for path, page in EXPLORER.pages.items():
         _add_page(app, path, render_page(page, EXPLORER, nav))
     add_routes(app, {**models, **(hf or {})}, limits.max_chars, limits.max_cells)
+    add_curves_route(app, models)
     for family in FAMILIES.values():
         assets.update({name: path.read_text(encoding="utf-8") for name, path in family.api.assets.items()})
         for path, page in family.api.pages.items():

@@ -3,7 +3,8 @@
 Sources are the served runs and the Hugging Face models of `--hf` (a folder or a hub id). The page
 (`static/attention.html` in the one template, `serve/pages.py`) posts one text to
 `POST /v1/attention` and draws the answer's record with the shared card and views, the record that
-`attnkit report` embeds (`attnkit.sources.page`). `GET /v1/sources` lists the sources. Each
+`attnkit report` embeds (`attnkit.sources.page`). `GET /v1/sources` lists the sources. For a run,
+the page also draws its training curves (`GET /v1/models/{name}/metrics`, `serve/curves.py`). Each
 source answers one request at a time (a lock each), in a worker thread; a text over `--max-chars`
 is refused (413), and so is a page over `--max-cells` weights (422, one line).
 """
@@ -22,10 +23,11 @@ from attnkit.errors import AttnkitError
 from attnkit.families.protocol import Api, Page
 from attnkit.sources.options import AttentionOptions
 from attnkit.sources.page import page_record
+from attnkit.viz.report import TEMPLATES
 
 STATIC = resources.files("attnkit.serve") / "static"
-EXPLORER = Api(pages={"/attention": Page("attention", STATIC / "attention.html", scripts=("attention-page.js",))},
-               assets={"attention-page.js": STATIC / "attention-page.js"})  # fmt: skip
+EXPLORER = Api(pages={"/attention": Page("attention", STATIC / "attention.html", scripts=("curves.js", "attention-page.js"))},
+               assets={"attention-page.js": STATIC / "attention-page.js", "curves.js": TEMPLATES / "curves.js"})  # fmt: skip
 
 
 class AttentionRequest(BaseModel):

@@ -24,6 +24,7 @@ from attnkit.families.translation.explore import explore, record
 from attnkit.families.translation.fetch import fetch_multi30k
 from attnkit.families.translation.translate import translate
 from attnkit.progress import counter
+from attnkit.viz.curves import run_curves
 from attnkit.viz.heatmap import plot_attention
 from attnkit.viz.report import write_report
 
@@ -79,9 +80,10 @@ def showcase(loaded: LoadedRun, data_dir: str | None, out_dir: Path) -> None:
     layer = " (last layer, mean over heads)" if loaded.run.model.kind == "transformer" else ""
     png = plot_attention(best.attention, best.src_pieces, best.tgt_pieces, out_dir / "attention.png", title=f"encoder-decoder attention{layer}")
     print(f"Cross-attention heatmap: {png}")
+    curves = run_curves(out_dir, TranslationRun.METRICS)
     report = write_report([record(e) for e in explore(loaded, src[:REPORT_SENTENCES], decode)], out_dir / "report.html",
-                          title=f"attnkit demo: {REPORT_SENTENCES} test sentences")  # fmt: skip
-    print(f"Offline HTML report ({REPORT_SENTENCES} test sentences, every attention map): {report}")
+                          title=f"attnkit demo: {REPORT_SENTENCES} test sentences", curves=[curves.to_json()])  # fmt: skip
+    print(f"Offline HTML report ({REPORT_SENTENCES} test sentences, every attention map, the training curves): {report}")
     print(f"Explore the model in a browser: .venv/bin/attnkit serve {out_dir}   (then open http://127.0.0.1:8000)")
     if data_dir is not None:
         print(f"The full preset (60 minutes on 2 cores): .venv/bin/attnkit train {PRESET} --out runs/rnn-luong")
