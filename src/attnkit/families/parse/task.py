@@ -24,7 +24,7 @@ from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_
 from attnkit.config.models import build_transformer
 from attnkit.data.batching import Batch, Example, collate, pad, sequence_lengths
 from attnkit.data.vocab import PAD
-from attnkit.errors import ConfigError
+from attnkit.errors import ConfigError, DataError
 from attnkit.families.forced import token_loss, validation_loss
 from attnkit.families.parse.codec import ParseVocabs, build_vocabs, encode_tags, encode_tree, leaf_table, vocabs_from_json, vocabs_to_json
 from attnkit.families.parse.config import ParseRun
@@ -33,7 +33,7 @@ from attnkit.families.parse.evalb import score
 from attnkit.families.parse.evalb_params import COLLINS
 from attnkit.families.parse.infer import parse_words, tag_accuracy
 from attnkit.families.parse.model import Parser
-from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_treebank, split_sample, split_wsj
+from attnkit.families.parse.trees import Tree, parse_trees, preprocess, preprocess_treebank, read_treebank, read_trees, split_sample, split_wsj
 
 log = logging.getLogger("attnkit")
 
@@ -82,19 +82,40 @@ def treebank_files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*.mrg") if p.is_file()) if path.is_dir() else [path]
 
 
-def read_splits(run: ParseRun, path: Path) -> dict[str, list[Tree]]:
-    """Train/dev/test trees of the treebank at `path`, preprocessed (`data.split` picks the split;
-    `data.train_fraction` keeps the first part of the training trees)."""
-    files = preprocess_treebank(read_treebank(path))
-    splits = (split_sample if run.data.split == "sample" else split_wsj)(files)
+def tree_sources(run: ParseRun, data_dir: str | None) -> tuple[Path | None, list[Path]]:
+    """The treebank to split (None with `split: files`) and the files whose bytes key the prepared data."""
+    d = run.data
+    if d.split == "files":
+        return None, [Path(p) for p in (d.train, d.valid, d.test) if p is not None]
+    path = d.treebank_path(data_dir)
+    return path, treebank_files(path)
+
+
+def read_splits(run: ParseRun, path: Path | None) -> dict[str, list[Tree]]:
+    """Train/dev/test trees, preprocessed: `data.split` picks the split of the treebank at `path`, or
+    (`files`) reads `data.train`/`valid`/`test`; `data.train_fraction` keeps the first part of the
+    training trees."""
+    d = run.data
+    if path is None:
+        splits = {name: _tree_file(file) if file else [] for name, file in (("train", d.train), ("dev", d.valid), ("test", d.test))}
+    else:
+        splits = (split_sample if d.split == "sample" else split_wsj)(preprocess_treebank(read_treebank(path)))
     return {**splits, "train": splits["train"][: max(1, round(len(splits["train"]) * run.data.train_fraction))]}
+
+
+def _tree_file(path: str) -> list[Tree]:
+    """The preprocessed trees of one file (errors name the file, the tree and its line)."""
+    trees = [preprocess(tree, f"{path}, tree {i}") for i, tree in enumerate(read_trees(path), start=1)]
+    if not trees:
+        raise DataError(f"{path}: no trees (expected bracketed trees, e.g. (S (NP (DT the) (NN dog)) (VP (VBZ runs))))")
+    return trees
 
 
 def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
     """The prepared data of `run`: read from the cache, or read, linearised and encoded into it."""
-    path = run.data.treebank_path(data_dir)
-    settings = run.data.model_dump(mode="json", exclude={"treebank"})
-    key = data_key({"family": "parsing", "data": settings, **({"tags": True} if run.model.tagger else {})}, treebank_files(path))
+    path, files = tree_sources(run, data_dir)
+    settings = run.data.model_dump(mode="json", exclude={"treebank", "train", "valid", "test"})
+    key = data_key({"family": "parsing", "data": settings, **({"tags": True} if run.model.tagger else {})}, files)
     folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
     ids = load_sequences(folder / "examples.safetensors")
@@ -103,7 +124,7 @@ def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
     return TrainData(vocabs, train, valid, info["dev_gold"], ids.get("train_tags"), ids.get("valid_tags"))
 
 
-def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
+def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
     splits = read_splits(run, path)
     train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
     log.info("parsing data: %d training trees (%d over %d words left out), %d dev trees",
