@@ -24,7 +24,7 @@ from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_
 from attnkit.config.models import build_transformer
 from attnkit.data.batching import Batch, Example, collate, pad, sequence_lengths
 from attnkit.data.vocab import PAD
-from attnkit.errors import ConfigError, DataError
+from attnkit.errors import ConfigError
 from attnkit.families.forced import token_loss, validation_loss
 from attnkit.families.parse.codec import ParseVocabs, build_vocabs, encode_tags, encode_tree, leaf_table, vocabs_from_json, vocabs_to_json
 from attnkit.families.parse.config import ParseRun
@@ -33,7 +33,7 @@ from attnkit.families.parse.evalb import score
 from attnkit.families.parse.evalb_params import COLLINS
 from attnkit.families.parse.infer import parse_words, tag_accuracy
 from attnkit.families.parse.model import Parser
-from attnkit.families.parse.trees import Tree, parse_trees, preprocess, preprocess_treebank, read_treebank, read_trees, split_sample, split_wsj
+from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_tree_file, read_treebank, split_sample, split_wsj
 
 log = logging.getLogger("attnkit")
 
@@ -97,18 +97,10 @@ def read_splits(run: ParseRun, path: Path | None) -> dict[str, list[Tree]]:
     training trees."""
     d = run.data
     if path is None:
-        splits = {name: _tree_file(file) if file else [] for name, file in (("train", d.train), ("dev", d.valid), ("test", d.test))}
+        splits = {name: read_tree_file(file) if file else [] for name, file in (("train", d.train), ("dev", d.valid), ("test", d.test))}
     else:
         splits = (split_sample if d.split == "sample" else split_wsj)(preprocess_treebank(read_treebank(path)))
     return {**splits, "train": splits["train"][: max(1, round(len(splits["train"]) * run.data.train_fraction))]}
-
-
-def _tree_file(path: str) -> list[Tree]:
-    """The preprocessed trees of one file (errors name the file, the tree and its line)."""
-    trees = [preprocess(tree, f"{path}, tree {i}") for i, tree in enumerate(read_trees(path), start=1)]
-    if not trees:
-        raise DataError(f"{path}: no trees (expected bracketed trees, e.g. (S (NP (DT the) (NN dog)) (VP (VBZ runs))))")
-    return trees
 
 
 def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
