@@ -124,6 +124,7 @@ def read_captioned_images(
 
 def _token_records(path: Path) -> Iterator[tuple[int, str, str]]:
     seen: dict[tuple[str, str], int] = {}
+    numbered: bool | None = None  # IMAGE_ID#K keys (Flickr8k) or plain IMAGE names: the first line decides for all
     for number, line in iter_text_lines(path, strip=False):
         if not line.strip():
             continue
@@ -132,6 +133,9 @@ def _token_records(path: Path) -> Iterator[tuple[int, str, str]]:
         if not tab or match is None:
             raise DataError(f"{path}, line {number}: expected IMAGE<TAB>caption or IMAGE_ID#K<TAB>caption, got {line[:60]!r}")
         image, k = match.group("image"), match.group("k")
+        numbered = k is not None if numbered is None else numbered
+        if numbered != (k is not None):
+            raise DataError(f"{path}, line {number}: expected {'IMAGE_ID#K' if numbered else 'IMAGE'}<TAB>caption as on the first line, got {line[:60]!r}")
         if k is not None and (image, k) in seen:
             raise DataError(f"{path}, line {number}: caption #{k} of {image!r} repeats line {seen[image, k]}")
         seen[image, k] = number

@@ -115,7 +115,7 @@ class ChartData:
 def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> ChartData:
     """The prepared chart data of `run`: read from the cache, or read and encoded into it."""
     path, files = tree_sources(run, data_dir)
-    settings = run.data.model_dump(mode="json", exclude={"treebank", "train", "valid", "test"})
+    settings = run.data.model_dump(mode="json", exclude={"treebank", "train", "valid"})
     key = data_key({"family": "parsing", "kind": "chart", "format": 2, "data": settings}, files)
     folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))

@@ -41,7 +41,6 @@ class ParseData(Strict):
     split: Literal["sample", "wsj", "files"] = "sample"
     train: str | None = None
     valid: str | None = None
-    test: str | None = None
     leaves: Literal["placeholder", "words"] = "placeholder"
     max_len: PositiveInt = 100
     min_freq: PositiveInt = 2
@@ -63,8 +62,8 @@ class ParseData(Strict):
     def _files(self) -> ParseData:
         if self.split == "files" and (self.train is None or self.valid is None):
             raise ValueError("split 'files' needs data.train and data.valid (files of bracketed trees)")
-        if self.split != "files" and (self.train, self.valid, self.test) != (None, None, None):
-            raise ValueError(f"data.train/valid/test are read with split 'files', not {self.split!r} (which reads data.treebank)")
+        if self.split != "files" and (self.train, self.valid) != (None, None):
+            raise ValueError(f"data.train and data.valid are read with split 'files', not {self.split!r} (which reads data.treebank)")
         return self
 
     def treebank_path(self, data_dir: str | None = None) -> Path:

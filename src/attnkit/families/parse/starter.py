@@ -16,23 +16,23 @@ from attnkit.families.protocol import Starter
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--test", metavar="FILE", help="test trees (for `attnkit evaluate`), optional")
+    """Parsing needs no options beyond --train and --valid."""
 
 
 def config(args: argparse.Namespace) -> str:
     if len(args.train or ()) != 1 or len(args.valid or ()) != 1:
         raise DataError("--train and --valid: one file of bracketed trees each")
-    counts = [len(read_tree_file(path)) for path in (args.train[0], args.valid[0], *([args.test] if args.test else []))]
-    test = f"  test: {json.dumps(args.test)}\n" if args.test else ""
+    counts = [len(read_tree_file(path)) for path in (args.train[0], args.valid[0])]
     return f"""# Constituency parsing on your own trees, written by `attnkit init parsing` (docs/your-data.md).
 # attnkit train THIS.yaml --out runs/parsing
-# then: attnkit parse runs/parsing --input FILE, attnkit plot runs/parsing "a sentence" --view heatmap --out attention.png
+# then: attnkit parse runs/parsing --input FILE, attnkit plot runs/parsing "a sentence" --view heatmap --out attention.png,
+#       attnkit evaluate runs/parsing --trees TEST_TREES
 task: parsing
 data:
   # bracketed PTB-style trees, e.g. (S (NP (DT the) (NN dog)) (VP (VBZ runs))), one a line (or over several lines)
   train: {json.dumps(args.train[0])}   # {counts[0]} trees
   valid: {json.dumps(args.valid[0])}   # {counts[1]} trees, scored with EVALB F1
-{test}  leaves: placeholder  # the target writes each word as XX (Vinyals et al. 2015); words: the words themselves
+  leaves: placeholder  # the target writes each word as XX (Vinyals et al. 2015); words: the words themselves
   max_len: 100         # training trees of more words are left out
   min_freq: 2          # rarer training words are unknown words...
   unknown: signature   # ...read by their shape and suffix

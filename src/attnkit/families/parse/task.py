@@ -86,18 +86,18 @@ def tree_sources(run: ParseRun, data_dir: str | None) -> tuple[Path | None, list
     """The treebank to split (None with `split: files`) and the files whose bytes key the prepared data."""
     d = run.data
     if d.split == "files":
-        return None, [Path(p) for p in (d.train, d.valid, d.test) if p is not None]
+        return None, [Path(d.train), Path(d.valid)]  # type: ignore[arg-type]  # `ParseData._files`
     path = d.treebank_path(data_dir)
     return path, treebank_files(path)
 
 
 def read_splits(run: ParseRun, path: Path | None) -> dict[str, list[Tree]]:
     """Train/dev/test trees, preprocessed: `data.split` picks the split of the treebank at `path`, or
-    (`files`) reads `data.train`/`valid`/`test`; `data.train_fraction` keeps the first part of the
+    (`files`) reads `data.train` and `data.valid`; `data.train_fraction` keeps the first part of the
     training trees."""
     d = run.data
     if path is None:
-        splits = {name: read_tree_file(file) if file else [] for name, file in (("train", d.train), ("dev", d.valid), ("test", d.test))}
+        splits = {"train": read_tree_file(d.train), "dev": read_tree_file(d.valid), "test": []}  # type: ignore[arg-type]
     else:
         splits = (split_sample if d.split == "sample" else split_wsj)(preprocess_treebank(read_treebank(path)))
     return {**splits, "train": splits["train"][: max(1, round(len(splits["train"]) * run.data.train_fraction))]}
@@ -106,7 +106,7 @@ def read_splits(run: ParseRun, path: Path | None) -> dict[str, list[Tree]]:
 def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
     """The prepared data of `run`: read from the cache, or read, linearised and encoded into it."""
     path, files = tree_sources(run, data_dir)
-    settings = run.data.model_dump(mode="json", exclude={"treebank", "train", "valid", "test"})
+    settings = run.data.model_dump(mode="json", exclude={"treebank", "train", "valid"})
     key = data_key({"family": "parsing", "data": settings, **({"tags": True} if run.model.tagger else {})}, files)
     folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
