@@ -43,10 +43,10 @@ def add(sub: argparse._SubParsersAction, families: Mapping[str, Any]) -> None:
     )
     kinds = p.add_subparsers(dest="family_name", required=True, metavar="FAMILY")
     for name, starter in starters.items():
-        q = kinds.add_parser(name, help=f"a {name} config", description=f"Write a commented {name} config for your files.",
-                             epilog=f"example:\n  {starter.example}", formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-        q.add_argument("--train", nargs="+", metavar="FILE", help="the training data")
-        q.add_argument("--valid", nargs="+", metavar="FILE", help="the validation data, in the same format")
+        q = kinds.add_parser(name, help=f"a {name} config", epilog=f"example:\n  {starter.example}", formatter_class=argparse.RawDescriptionHelpFormatter,
+                             description=f"Check your files and write a commented {name} config for them; then: attnkit train CONFIG --out RUN.")  # fmt: skip
+        q.add_argument("--train", nargs="+", metavar="FILE", help=f"the training data: {starter.files}")
+        q.add_argument("--valid", nargs="+", metavar="FILE", help="the validation data (as --train)")
         q.add_argument("--out", metavar="FILE", help="write the config to this file (default: standard output)")
         starter.add_arguments(q)
         q.set_defaults(func=cmd_init, starter=starter)

@@ -137,12 +137,13 @@ class Starter:
     `add_arguments` adds the family's options to its `init` parser (the core adds `--train`,
     `--valid` and `--out`); `config(args)` reads what it needs of the files (headers, line counts),
     raising a `DataError` naming the file and line for a bad one, and returns the commented YAML,
-    which the core validates against `Family.run_schema` before writing it. `example` is one
-    command line for the help.
+    which the core validates against `Family.run_schema` before writing it. `files` says what
+    `--train` and `--valid` take; `example` is one command line for the help.
     """
 
     add_arguments: Callable[[argparse.ArgumentParser], None]
     config: Callable[[argparse.Namespace], str]
+    files: str
     example: str
 
 

@@ -18,7 +18,7 @@ from attnkit.cli import main
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "captioning"
 IMAGES = str(EXAMPLES / "images")
 TINY = ["model.encoder=small_cnn", "model.input_size=48", "model.cnn_layers=4", "model.cnn_channels=8", "model.feature_dim=16",
-        "model.embed_dim=16", "model.hidden_dim=32", "model.attn_dim=16", "train.max_steps=4", "train.eval_every=4", "train.eval_decode=false"]  # fmt: skip
+        "model.embed_dim=16", "model.hidden_dim=32", "model.attn_dim=16", "train.max_steps=4", "train.eval_every=4", "train.eval_decode=false", "train.precision=fp32"]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,17 @@ import yaml
 from attnkit.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "translation"
-TINY = ["model.layers=1", "model.d_model=32", "model.n_heads=2", "model.d_ff=64", "train.max_steps=6", "train.eval_every=6", "train.max_tokens=600"]
+TINY = [
+    "model.layers=1",
+    "model.d_model=32",
+    "model.n_heads=2",
+    "model.d_ff=64",
+    "train.max_steps=6",
+    "train.eval_every=6",
+    "train.max_tokens=600",
+    "train.precision=fp32",
+    "decode.max_len_b=10",
+]
 
 
 def sets(values: list[str]) -> list[str]:

@@ -87,5 +87,6 @@ decode:
 STARTER = Starter(
     add_arguments=add_arguments,
     config=config,
+    files="one captions file (IMAGE<TAB>caption, Flickr8k tokens, .tsv or .jsonl); or --captions instead",
     example="attnkit init captioning --images examples/captioning/images --captions examples/captioning/dataset.json --out my.yaml",
 )

@@ -64,5 +64,6 @@ decode:
 STARTER = Starter(
     add_arguments=add_arguments,
     config=config,
+    files="one file of bracketed trees, one a line",
     example="attnkit init parsing --train examples/parsing/train.txt --valid examples/parsing/valid.txt --out my.yaml",
 )

@@ -91,5 +91,6 @@ train:
 STARTER = Starter(
     add_arguments=add_arguments,
     config=config,
+    files="one .csv/.tsv/.jsonl/.json table with a header: text (or a pair) and label columns",
     example="attnkit init classification --train examples/classification/train.csv --valid examples/classification/valid.csv --out my.yaml",
 )

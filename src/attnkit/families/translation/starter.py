@@ -85,6 +85,7 @@ decode:
 STARTER = Starter(
     add_arguments=add_arguments,
     config=config,
+    files="two line-aligned text files (source, target), or one .tsv/.csv/.jsonl/.json table with src and tgt columns",
     example="attnkit init translation --train examples/translation/train.en examples/translation/train.de "
     "--valid examples/translation/valid.en examples/translation/valid.de --out my.yaml",
 )
