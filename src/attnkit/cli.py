@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from attnkit import __version__
-from attnkit.commands import analysis, attention, data, doctor, explore, sweep, training
+from attnkit.commands import analysis, attention, data, doctor, explore, init, sweep, training
 from attnkit.commands.training import PRESETS
 from attnkit.errors import AttnkitError
 
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    init.add(sub, FAMILIES)
     training.add(sub)
     sweep.add(sub)
     explore.add_evaluate(sub, FAMILIES)

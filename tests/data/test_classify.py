@@ -71,7 +71,7 @@ def test_csv_quoting_and_jsonl_numbers(tmp_path):
         ("a.jsonl", '{"text": "hi", "label": "pos"}\n{"text": "x",\n', r"a\.jsonl, line 2: invalid JSON"),
         ("a.tsv", "text\tlabel\nhi\tpos\nho\tmeh\n", r"a\.tsv, line 3: unknown label 'meh' \(known: neg, pos\)"),
         ("a.tsv", b"text\tlabel\nhi\tpos\nh\xe9\tneg\n", r"a\.tsv, line 3: invalid UTF-8 \(byte 0xe9 at column 2\)"),
-        ("a.txt", "text\tlabel\n", r"a\.txt: unknown format"),
+        ("a.txt", "text\tlabel\n", r"a\.txt: unknown table format"),
     ],
 )
 def test_reader_errors_name_file_and_line(tmp_path, name, text, message):

@@ -90,7 +90,7 @@ def test_failed_check_lists_failing_rows_in_one_line(tmp_path: Path) -> None:
             cache_dir=tmp_path,
         )
     assert str(err.value) == (
-        f"{src} / {tgt}: data check failed: mismatch 1 (first line 3); not_utf8 1 (first line 2); run `attnkit data check {src} {tgt}` for the full table"
+        f"{src} has 3 lines but {tgt} has 2 (data check: mismatch 1 (first line 3); not_utf8 1 (first line 2); `attnkit data check {src} {tgt}` shows the table)"
     )
 
 

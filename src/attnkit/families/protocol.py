@@ -131,6 +131,23 @@ class Engine:
 
 
 @dataclass(frozen=True)
+class Starter:
+    """How `attnkit init FAMILY` writes a commented config for one's own files (docs/your-data.md).
+
+    `add_arguments` adds the family's options to its `init` parser (the core adds `--train`,
+    `--valid` and `--out`); `config(args)` reads what it needs of the files (headers, line counts),
+    raising a `DataError` naming the file and line for a bad one, and returns the commented YAML,
+    which the core validates against `Family.run_schema` before writing it. `files` says what
+    `--train` and `--valid` take; `example` is one command line for the help.
+    """
+
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    config: Callable[[argparse.Namespace], str]
+    files: str
+    example: str
+
+
+@dataclass(frozen=True)
 class Family:
     """Everything the core needs from one model family (see the module docstring).
 
@@ -160,6 +177,7 @@ class Family:
     # scores), for `attnkit attention RUN TEXT --attribute`; None: the family's runs are not attributed
     attribution: Callable[[Any, str, int | None], tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor, str]] | None = None
     engines: Mapping[str, Engine] = field(default_factory=dict)  # `--engine NAME` besides attnkit's own search
+    starter: Starter | None = None  # `attnkit init FAMILY`: a commented config for one's own files
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)

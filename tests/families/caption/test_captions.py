@@ -74,7 +74,8 @@ def test_tsv_and_jsonl_with_named_columns(tmp_path):
     ("name", "content", "message"),
     [
         ("c.txt", "a.jpg#0\tok\na.jpg\tno number\n", r"c\.txt, line 2: expected IMAGE_ID#K<TAB>caption"),
-        ("c.txt", "a.jpg#0 no tab\n", r"c\.txt, line 1: expected IMAGE_ID#K<TAB>caption"),
+        ("c.txt", "a.jpg#0 no tab\n", r"c\.txt, line 1: expected IMAGE<TAB>caption or IMAGE_ID#K<TAB>caption"),
+        ("c.txt", "a.jpg\tok\nb.jpg#0\tnumbered\n", r"c\.txt, line 2: expected IMAGE<TAB>caption as on the first line"),
         ("c.txt", "a.jpg#0\tok\na.jpg#1\t  \n", r"c\.txt, line 2: empty caption"),
         ("c.txt", "a.jpg#0\tok\nb.jpg#0\tok\na.jpg#0\tagain\n", r"c\.txt, line 3: caption #0 of 'a\.jpg' repeats line 1"),
         ("c.txt", "", r"c\.txt: empty caption file"),
@@ -130,3 +131,26 @@ def test_image_without_caption_names_the_zip_or_folder(tmp_path, image_zip):
         (folder / name).write_bytes(_jpeg())
     with pytest.raises(DataError, match=r"folder: image '3393035454_2d2370ffd4\.jpg' has no caption"):
         check_images(read_captions(captions), captions, ImageSource(folder))
+
+
+def test_plain_image_tab_caption_lines(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("a.jpg\tA dog runs .\nb.jpg\tA cat sleeps .\na.jpg\tThe dog is brown .\n")
+    assert read_captions(path) == [CaptionedImage("a.jpg", ("A dog runs .", "The dog is brown ."), 1), CaptionedImage("b.jpg", ("A cat sleeps .",), 2)]
+
+
+def test_karpathy_split_file_by_split_with_filepath(tmp_path):
+    def entry(name, split, *raws, filepath=None):
+        return {"filename": name, "split": split, "sentences": [{"raw": r, "tokens": r.split()} for r in raws], **({"filepath": filepath} if filepath else {})}
+
+    images = [entry("a.jpg", "train", "A dog ."), entry("b.jpg", "val", "A cat .", "Two cats ."), entry("c.jpg", "restval", "A bird .", filepath="val2014"),
+              entry("d.jpg", "test", "A fish .")]  # fmt: skip
+    path = tmp_path / "dataset_coco.json"
+    path.write_text(json.dumps({"dataset": "coco", "images": images}))
+    assert read_captions(path, split="train") == [CaptionedImage("a.jpg", ("A dog .",), 1, "image"), CaptionedImage("val2014/c.jpg", ("A bird .",), 3, "image")]
+    assert read_captions(path, split="valid") == [CaptionedImage("b.jpg", ("A cat .", "Two cats ."), 2, "image")]
+    assert [c.image for c in read_captions(path, split="test")] == ["d.jpg"]
+    images[1]["sentences"][1]["raw"] = " "
+    path.write_text(json.dumps({"images": images}))
+    with pytest.raises(DataError, match=r"dataset_coco\.json, image 2 \(b\.jpg\): every sentence needs a non-empty 'raw' caption"):
+        read_captions(path, split="valid")

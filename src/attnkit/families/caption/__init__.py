@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import torch
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.caption import codec, commands
+from attnkit.families.caption import codec, commands, starter
 from attnkit.families.caption.api import API, caption_record
 from attnkit.families.caption.config import CaptionRun
 from attnkit.families.caption.figure import data_uri, overlay
@@ -65,4 +65,5 @@ FAMILY = Family(
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     records=_records, views=_views, info=_info,
+    starter=starter.STARTER,
 )  # fmt: skip

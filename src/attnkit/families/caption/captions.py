@@ -3,9 +3,13 @@
 Formats (plain or ``.gz``, UTF-8, by suffix before ``.gz``):
 
 - Flickr8k token file (``.txt``/``.token``; Hodosh et al., 2013): ``IMAGE_ID#K<TAB>caption``, K a
-  caption number (0-4 in Flickr8k), no header, e.g. shared/data/flickr8k/captions_dev.txt.gz.
+  caption number (0-4 in Flickr8k), no header, e.g. shared/data/flickr8k/captions_dev.txt.gz; or
+  the plain ``IMAGE<TAB>caption`` (no ``#K``).
 - ``.tsv``: a header row naming the columns, then rows split on tabs (no quoting).
 - ``.jsonl``: one object a line; the caption field is a string or a list of strings.
+- ``.json``: Karpathy's split file (``dataset_coco.json``, ``dataset_flickr8k.json``): ``images``,
+  each with ``filename`` (under ``filepath`` if it has one), ``split`` (``train``, ``restval``,
+  ``val``, ``test``) and ``sentences[].raw``; one split of it is read (`KARPATHY_SPLITS`).
 
 Several captions of one image may be on several lines (in any order) or in one JSON list. Every
 error is one `DataError` naming the file and line: an empty file, a malformed line, an empty or
@@ -25,25 +29,29 @@ from attnkit.data.text import iter_jsonl, iter_text_lines
 from attnkit.errors import DataError
 from attnkit.families.caption.images import ImageSource
 
-_TOKEN_KEY = re.compile(r"^(?P<image>.+)#(?P<k>\d+)$")
+_TOKEN_KEY = re.compile(r"^(?P<image>.+?)(#(?P<k>\d+))?$")
+KARPATHY_SPLITS = {"train": ("train", "restval"), "valid": ("val",), "test": ("test",)}  # attnkit's split -> Karpathy's
 
 
 @dataclass(frozen=True)
 class CaptionedImage:
-    """One image's name (in its folder or zip), its captions in file order, and its first line."""
+    """One image's name (in its folder or zip), its captions in file order, and its first line
+    (`unit` ``"image"``: its place in a Karpathy file's ``images``)."""
 
     image: str
     captions: tuple[str, ...]
     line: int
+    unit: str = "line"
 
 
-def read_captions(path: str | Path, *, image_column: str = "image", caption_column: str = "caption") -> list[CaptionedImage]:
+def read_captions(path: str | Path, *, image_column: str = "image", caption_column: str = "caption", split: str = "train") -> list[CaptionedImage]:
     """Read a caption file, grouping captions by image (images in order of first appearance).
 
     Args:
-        path: a Flickr8k token file (``.txt``/``.token``), ``.tsv`` or ``.jsonl``, optionally ``.gz``.
+        path: a Flickr8k token file (``.txt``/``.token``), ``.tsv``, ``.jsonl`` or a Karpathy ``.json``, optionally ``.gz``.
         image_column: TSV column / JSON field of the image name.
         caption_column: TSV column / JSON field of the caption(s).
+        split: a Karpathy file's split to read (`KARPATHY_SPLITS`: train, valid or test).
 
     Returns:
         One `CaptionedImage` per image.
@@ -60,8 +68,10 @@ def read_captions(path: str | Path, *, image_column: str = "image", caption_colu
         records = _tsv_records(path, image_column, caption_column)
     elif kind == "jsonl":
         records = _jsonl_records(path, image_column, caption_column)
+    elif kind == "json":
+        return _karpathy(path, split)
     else:
-        raise DataError(f"{path}: unknown caption format (expected .txt/.token, .tsv or .jsonl, optionally .gz)")
+        raise DataError(f"{path}: unknown caption format (expected .txt/.token, .tsv, .jsonl or a Karpathy .json, optionally .gz)")
     grouped: dict[str, tuple[int, list[str]]] = {}
     for number, image, caption in records:
         grouped.setdefault(image, (number, []))[1].append(caption)
@@ -70,8 +80,8 @@ def read_captions(path: str | Path, *, image_column: str = "image", caption_colu
     return [CaptionedImage(image, tuple(captions), line) for image, (line, captions) in grouped.items()]
 
 
-def check_images(captioned: list[CaptionedImage], captions_path: str | Path, images: ImageSource) -> None:
-    """Check that captions and images match one to one.
+def check_images(captioned: list[CaptionedImage], captions_path: str | Path, images: ImageSource, *, every_image: bool = True) -> None:
+    """Check that every caption's image is there and (`every_image`) every image has a caption.
 
     Raises:
         DataError: the first caption whose image ``images`` lacks (naming the caption file and
@@ -82,7 +92,9 @@ def check_images(captioned: list[CaptionedImage], captions_path: str | Path, ima
     for item in captioned:
         if item.image not in available:
             example = f" (it has e.g. {names[0]!r})" if names else " (it has no images)"
-            raise DataError(f"{captions_path}, line {item.line}: image {item.image!r} is not in {images.path}{example}")
+            raise DataError(f"{captions_path}, {item.unit} {item.line}: image {item.image!r} is not in {images.path}{example}")
+    if not every_image:
+        return
     described = {item.image for item in captioned}
     for name in names:
         if name not in described:
@@ -90,29 +102,75 @@ def check_images(captioned: list[CaptionedImage], captions_path: str | Path, ima
 
 
 def read_captioned_images(
-    captions_path: str | Path, images_path: str | Path, *, image_column: str = "image", caption_column: str = "caption"
+    captions_path: str | Path,
+    images_path: str | Path,
+    *,
+    image_column: str = "image",
+    caption_column: str = "caption",
+    split: str = "train",
+    shared: bool = False,
 ) -> tuple[list[CaptionedImage], ImageSource]:
-    """`read_captions` + `check_images`: the captions and the folder/zip they describe."""
-    captioned = read_captions(captions_path, image_column=image_column, caption_column=caption_column)
+    """`read_captions` + `check_images`: the captions and the folder/zip they describe.
+
+    `shared`: the folder also holds other splits' images (as a Karpathy file's always does), so an
+    image without a caption here is no error.
+    """
+    captioned = read_captions(captions_path, image_column=image_column, caption_column=caption_column, split=split)
     images = ImageSource(images_path)
-    check_images(captioned, captions_path, images)
+    karpathy = Path(captions_path).name.removesuffix(".gz").lower().endswith(".json")
+    check_images(captioned, captions_path, images, every_image=not (shared or karpathy))
     return captioned, images
 
 
 def _token_records(path: Path) -> Iterator[tuple[int, str, str]]:
     seen: dict[tuple[str, str], int] = {}
+    numbered: bool | None = None  # IMAGE_ID#K keys (Flickr8k) or plain IMAGE names: the first line decides for all
     for number, line in iter_text_lines(path, strip=False):
         if not line.strip():
             continue
         key, tab, caption = line.partition("\t")
         match = _TOKEN_KEY.match(key.strip())
         if not tab or match is None:
-            raise DataError(f"{path}, line {number}: expected IMAGE_ID#K<TAB>caption, got {line[:60]!r}")
+            raise DataError(f"{path}, line {number}: expected IMAGE<TAB>caption or IMAGE_ID#K<TAB>caption, got {line[:60]!r}")
         image, k = match.group("image"), match.group("k")
-        if (image, k) in seen:
+        numbered = k is not None if numbered is None else numbered
+        if numbered != (k is not None):
+            raise DataError(f"{path}, line {number}: expected {'IMAGE_ID#K' if numbered else 'IMAGE'}<TAB>caption as on the first line, got {line[:60]!r}")
+        if k is not None and (image, k) in seen:
             raise DataError(f"{path}, line {number}: caption #{k} of {image!r} repeats line {seen[image, k]}")
         seen[image, k] = number
         yield number, image, _caption(caption, path, number)
+
+
+def _karpathy(path: Path, split: str) -> list[CaptionedImage]:
+    """The images of one split of a Karpathy split file, each with its ``sentences[].raw``."""
+    data = _load_json(path)
+    images = data.get("images") if isinstance(data, dict) else None
+    if not isinstance(images, list):
+        raise DataError(f"{path}: expected a Karpathy split file, an object with a list 'images' (dataset_coco.json style)")
+    wanted, out = KARPATHY_SPLITS[split], []
+    for number, entry in enumerate(images, start=1):
+        where = f"{path}, image {number}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str) or not isinstance(entry.get("sentences"), list):
+            raise DataError(f"{where}: expected an object with 'filename', 'split' and 'sentences'")
+        if entry.get("split", "train") not in wanted:
+            continue
+        raws = [sentence.get("raw") if isinstance(sentence, dict) else None for sentence in entry["sentences"]]
+        if not raws or not all(isinstance(raw, str) and raw.strip() for raw in raws):
+            raise DataError(f"{where} ({entry['filename']}): every sentence needs a non-empty 'raw' caption")
+        name = "/".join(part for part in (entry.get("filepath"), entry["filename"]) if part)
+        out.append(CaptionedImage(name, tuple(raw.strip() for raw in raws), number, "image"))
+    if not out:
+        raise DataError(f"{path}: no images with split {' or '.join(repr(s) for s in wanted)}")
+    return out
+
+
+def _load_json(path: Path) -> object:
+    """One JSON document; a syntax error names its line."""
+    try:
+        return json.loads("\n".join(text for _, text in iter_text_lines(path, strip=False)) or "null")
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}, line {err.lineno}: invalid JSON ({err.msg} at column {err.colno})") from None
 
 
 def _tsv_records(path: Path, image_column: str, caption_column: str) -> Iterator[tuple[int, str, str]]:

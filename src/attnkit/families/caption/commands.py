@@ -82,7 +82,11 @@ def cmd_caption(args: argparse.Namespace) -> int:
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> list[str]:
     """`attnkit evaluate` options of captioners; returns their names."""
     add_once(parser, "--images", help="captioners: the folder or zip of the images to caption")
-    add_once(parser, "--captions", help="captioners: their reference captions (Flickr8k token file, TSV or JSONL)")
+    add_once(
+        parser,
+        "--captions",
+        help="captioners: their reference captions (IMAGE<TAB>caption or Flickr8k token file, TSV, JSONL, or a Karpathy .json: its test split)",
+    )
     add_once(parser, "--beam", type=positive_int, help="beam size (1 = greedy; default: the run's decode.beam)")
     add_once(parser, "--alpha", type=float, help="length penalty alpha (default: the run's decode.alpha)")
     return ["images", "captions", "beam", "alpha"]
@@ -95,7 +99,9 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     extras.require(f"attnkit evaluate ({FEATURE})", "pycocoevalcap")  # before loading and captioning
     loaded = load()
     d = loaded.run.data
-    captioned, source = read_captioned_images(args.captions, args.images, image_column=d.image_column, caption_column=d.caption_column)
+    captioned, source = read_captioned_images(
+        args.captions, args.images, image_column=d.image_column, caption_column=d.caption_column, split="test", shared=True
+    )
     decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha, nbest=1)
     results = caption_images(loaded, [source.read_bytes(c.image) for c in captioned], decode, names=[c.image for c in captioned])
     scores = coco_scores([r.caption for r in results], [list(c.captions) for c in captioned])

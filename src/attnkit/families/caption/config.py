@@ -15,22 +15,47 @@ SCORERS = Need("validation's caption BLEU-4 (train.eval_decode; off: --set train
 class CaptionData(Strict):
     """Captioned images: a folder or zip of images and a caption file for training and for validation.
 
-    Caption files are Flickr8k token files (``IMAGE_ID#K<TAB>caption``), TSV with a header or JSONL
-    (`attnkit.families.caption.captions`); `image_column`/`caption_column` name TSV/JSONL fields.
-    Relative paths are read under `dir` (or ``attnkit train --data DIR``). Captions are lowercased and split into
-    words (punctuation dropped, `codec.words`); training captions keep at most `max_len` words,
-    words seen fewer than `min_freq` times in the training captions become <unk>.
+    Caption files are ``IMAGE<TAB>caption`` or Flickr8k token files (``IMAGE_ID#K<TAB>caption``),
+    TSV with a header, JSONL, or a Karpathy split file (``dataset_coco.json``: its ``train`` and
+    ``restval`` images train, its ``val`` images validate) (`attnkit.families.caption.captions`);
+    `image_column`/`caption_column` name TSV/JSONL fields. `images` is the folder (or zip) of every
+    split, `captions` the caption file of every split (a Karpathy file); `train_images` and the
+    others name one split's. Relative paths are read under `dir` (or ``attnkit train --data DIR``).
+    Captions are lowercased and split into words (punctuation dropped, `codec.words`); training
+    captions keep at most `max_len` words, words seen fewer than `min_freq` times in the training
+    captions become <unk>.
     """
 
     dir: str | None = None
-    train_images: str
-    train_captions: str
-    valid_images: str
-    valid_captions: str
+    images: str | None = None
+    captions: str | None = None
+    train_images: str | None = None
+    train_captions: str | None = None
+    valid_images: str | None = None
+    valid_captions: str | None = None
     image_column: str = "image"
     caption_column: str = "caption"
     min_freq: PositiveInt = 5
     max_len: PositiveInt = 20
+
+    @model_validator(mode="after")
+    def _splits(self) -> CaptionData:
+        for split in ("train", "valid"):
+            for what, shared in (("images", self.images), ("captions", self.captions)):
+                if getattr(self, f"{split}_{what}") is None and shared is None:
+                    raise ValueError(f"data.{split}_{what} is missing: set it, or data.{what} for every split")
+        return self
+
+    def split_files(self, split: str) -> tuple[str, str]:
+        """(captions, images) of a split (`train` or `valid`), before `dir` is applied."""
+        captions, images = getattr(self, f"{split}_captions") or self.captions, getattr(self, f"{split}_images") or self.images
+        assert captions is not None and images is not None  # `_splits`
+        return captions, images
+
+    @property
+    def shared_images(self) -> bool:
+        """Whether the splits read one folder (so it may hold images of other splits)."""
+        return self.split_files("train")[1] == self.split_files("valid")[1]
 
 
 class ShowAttendTell(Strict):

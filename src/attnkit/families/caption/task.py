@@ -74,9 +74,9 @@ def _read(run: CaptionRun, data_dir: str | None) -> dict[str, tuple]:
     d, base = run.data, data_dir or run.data.dir
     splits = {}
     for name in ("train", "valid"):
-        captions = resolve(getattr(d, f"{name}_captions"), base)
-        captioned, source = read_captioned_images(captions, resolve(getattr(d, f"{name}_images"), base),
-                                                  image_column=d.image_column, caption_column=d.caption_column)  # fmt: skip
+        captions, images = (resolve(path, base) for path in d.split_files(name))
+        captioned, source = read_captioned_images(captions, images, image_column=d.image_column, caption_column=d.caption_column,
+                                                  split=name, shared=d.shared_images)  # fmt: skip
         splits[name] = (captions, captioned, source)
     return splits
 
@@ -84,8 +84,8 @@ def _read(run: CaptionRun, data_dir: str | None) -> dict[str, tuple]:
 def load_splits(run: CaptionRun, run_dir: Path, data_dir: str | None) -> tuple[CaptionVocabs, Split, Split]:
     """The prepared captions (and, for a frozen Lite0, the cached features) of `run`."""
     splits = _read(run, data_dir)
-    settings = run.data.model_dump(mode="json", exclude={"dir", "train_images", "valid_images", "train_captions", "valid_captions"})
-    key = data_key({"family": "captioning", "data": settings}, [splits[s][0] for s in ("train", "valid")])
+    settings = run.data.model_dump(mode="json", exclude={"dir", "images", "captions", "train_images", "valid_images", "train_captions", "valid_captions"})
+    key = data_key({"family": "captioning", "data": settings}, list(dict.fromkeys(splits[s][0] for s in ("train", "valid"))))
     folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, splits))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
     ids = load_sequences(folder / "captions.safetensors")

@@ -23,7 +23,7 @@ from typing import Any
 from torch import nn
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.parse import chart_codec, chart_task, codec, commands, explore, task
+from attnkit.families.parse import chart_codec, chart_task, codec, commands, explore, starter, task
 from attnkit.families.parse.api import API
 from attnkit.families.parse.chart_codec import ChartVocabs
 from attnkit.families.parse.config import ChartModel, ParseRun
@@ -59,4 +59,5 @@ FAMILY = Family(
     vocabs_to_json=_vocabs_to_json, vocabs_from_json=_vocabs_from_json, build=_build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     records=explore.records, views=explore.views, info=_info,
+    starter=starter.STARTER,
 )  # fmt: skip

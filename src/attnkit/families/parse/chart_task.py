@@ -46,7 +46,7 @@ from attnkit.families.parse.chart_codec import (
 from attnkit.families.parse.chart_infer import dev_f1
 from attnkit.families.parse.chart_model import ChartParser
 from attnkit.families.parse.config import ChartModel, ParseRun
-from attnkit.families.parse.task import read_splits, treebank_files
+from attnkit.families.parse.task import read_splits, tree_sources
 from attnkit.families.parse.trees import parse_trees
 
 log = logging.getLogger("attnkit")
@@ -114,9 +114,9 @@ class ChartData:
 
 def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> ChartData:
     """The prepared chart data of `run`: read from the cache, or read and encoded into it."""
-    path = run.data.treebank_path(data_dir)
-    settings = run.data.model_dump(mode="json", exclude={"treebank"})
-    key = data_key({"family": "parsing", "kind": "chart", "format": 2, "data": settings}, treebank_files(path))
+    path, files = tree_sources(run, data_dir)
+    settings = run.data.model_dump(mode="json", exclude={"treebank", "train", "valid"})
+    key = data_key({"family": "parsing", "kind": "chart", "format": 2, "data": settings}, files)
     folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
     ids = load_sequences(folder / "examples.safetensors")
@@ -124,7 +124,7 @@ def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> ChartData:
     return ChartData(vocabs, _examples(ids, "train"), _examples(ids, "valid"), info["dev_gold"], ids["train_unknown"], ids["train_counts"])
 
 
-def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
+def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
     splits = read_splits(run, path)
     train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
     log.info("chart parsing data: %d training trees (%d over %d words left out), %d dev trees",

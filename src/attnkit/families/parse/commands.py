@@ -81,6 +81,10 @@ def gold_trees(path: str, split: str | None, run: Any) -> list[Tree]:
     files = preprocess_treebank(read_treebank(path))
     if split is None:
         return [tree for trees in files.values() for tree in trees]
+    if run.data.split == "files":
+        raise DataError(
+            f"{path}: --split dev|test splits a treebank as data.split does; this run read its own files (data.split: files), so give the test trees alone with --trees and no --split"
+        )
     trees = (split_sample if run.data.split == "sample" else split_wsj)(files)[split]
     if not trees:
         raise DataError(f"{path}: no {split} trees in it (data.split: {run.data.split})")

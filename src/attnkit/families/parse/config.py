@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, PositiveInt, Tag, model_validator
 
@@ -38,7 +38,9 @@ class ParseData(Strict):
     """
 
     treebank: str | None = None
-    split: Literal["sample", "wsj"] = "sample"
+    split: Literal["sample", "wsj", "files"] = "sample"
+    train: str | None = None
+    valid: str | None = None
     leaves: Literal["placeholder", "words"] = "placeholder"
     max_len: PositiveInt = 100
     min_freq: PositiveInt = 2
@@ -48,6 +50,21 @@ class ParseData(Strict):
     @property
     def keep_words(self) -> bool:
         return self.leaves == "words"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _files_implied(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("train") is not None and "split" not in data:
+            return {**data, "split": "files"}
+        return data
+
+    @model_validator(mode="after")
+    def _files(self) -> ParseData:
+        if self.split == "files" and (self.train is None or self.valid is None):
+            raise ValueError("split 'files' needs data.train and data.valid (files of bracketed trees)")
+        if self.split != "files" and (self.train, self.valid) != (None, None):
+            raise ValueError(f"data.train and data.valid are read with split 'files', not {self.split!r} (which reads data.treebank)")
+        return self
 
     def treebank_path(self, data_dir: str | None = None) -> Path:
         """The treebank to read: `treebank`, else the first of the default places that exists.

@@ -33,7 +33,7 @@ from attnkit.families.parse.evalb import score
 from attnkit.families.parse.evalb_params import COLLINS
 from attnkit.families.parse.infer import parse_words, tag_accuracy
 from attnkit.families.parse.model import Parser
-from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_treebank, split_sample, split_wsj
+from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_tree_file, read_treebank, split_sample, split_wsj
 
 log = logging.getLogger("attnkit")
 
@@ -82,19 +82,32 @@ def treebank_files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*.mrg") if p.is_file()) if path.is_dir() else [path]
 
 
-def read_splits(run: ParseRun, path: Path) -> dict[str, list[Tree]]:
-    """Train/dev/test trees of the treebank at `path`, preprocessed (`data.split` picks the split;
-    `data.train_fraction` keeps the first part of the training trees)."""
-    files = preprocess_treebank(read_treebank(path))
-    splits = (split_sample if run.data.split == "sample" else split_wsj)(files)
+def tree_sources(run: ParseRun, data_dir: str | None) -> tuple[Path | None, list[Path]]:
+    """The treebank to split (None with `split: files`) and the files whose bytes key the prepared data."""
+    d = run.data
+    if d.split == "files":
+        return None, [Path(d.train), Path(d.valid)]  # type: ignore[arg-type]  # `ParseData._files`
+    path = d.treebank_path(data_dir)
+    return path, treebank_files(path)
+
+
+def read_splits(run: ParseRun, path: Path | None) -> dict[str, list[Tree]]:
+    """Train/dev/test trees, preprocessed: `data.split` picks the split of the treebank at `path`, or
+    (`files`) reads `data.train` and `data.valid`; `data.train_fraction` keeps the first part of the
+    training trees."""
+    d = run.data
+    if path is None:
+        splits = {"train": read_tree_file(d.train), "dev": read_tree_file(d.valid), "test": []}  # type: ignore[arg-type]
+    else:
+        splits = (split_sample if d.split == "sample" else split_wsj)(preprocess_treebank(read_treebank(path)))
     return {**splits, "train": splits["train"][: max(1, round(len(splits["train"]) * run.data.train_fraction))]}
 
 
 def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
     """The prepared data of `run`: read from the cache, or read, linearised and encoded into it."""
-    path = run.data.treebank_path(data_dir)
-    settings = run.data.model_dump(mode="json", exclude={"treebank"})
-    key = data_key({"family": "parsing", "data": settings, **({"tags": True} if run.model.tagger else {})}, treebank_files(path))
+    path, files = tree_sources(run, data_dir)
+    settings = run.data.model_dump(mode="json", exclude={"treebank", "train", "valid"})
+    key = data_key({"family": "parsing", "data": settings, **({"tags": True} if run.model.tagger else {})}, files)
     folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, path))
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
     ids = load_sequences(folder / "examples.safetensors")
@@ -103,7 +116,7 @@ def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
     return TrainData(vocabs, train, valid, info["dev_gold"], ids.get("train_tags"), ids.get("valid_tags"))
 
 
-def _prepare(run: ParseRun, path: Path, folder: Path) -> None:
+def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
     splits = read_splits(run, path)
     train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
     log.info("parsing data: %d training trees (%d over %d words left out), %d dev trees",

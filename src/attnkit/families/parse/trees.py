@@ -214,6 +214,14 @@ def _decode(data: bytes, source: str) -> str:
         raise DataError(f"{source}, line {line}: invalid UTF-8 (byte 0x{data[err.start]:02x})") from None
 
 
+def read_tree_file(path: str | Path) -> list[Tree]:
+    """The preprocessed trees of one file (errors name the file, the tree and its line)."""
+    trees = [preprocess(tree, f"{path}, tree {i}") for i, tree in enumerate(read_trees(path), start=1)]
+    if not trees:
+        raise DataError(f"{path}: no trees (expected bracketed trees, e.g. (S (NP (DT the) (NN dog)) (VP (VBZ runs))))")
+    return trees
+
+
 def strip_label(label: str) -> str:
     """Drop function tags and co-indices: ``NP-SBJ-1`` -> ``NP``, ``PP-LOC=2`` -> ``PP``.
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.families.protocol import Engine, ExploreOptions, Family
-from attnkit.families.translation import attribute, codec, commands, data_commands, demo, engine
+from attnkit.families.translation import attribute, codec, commands, data_commands, demo, engine, starter
 from attnkit.families.translation.api import API
 from attnkit.families.translation.config import TranslationRun
 from attnkit.families.translation.explore import explore, record
@@ -48,6 +48,7 @@ FAMILY = Family(
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     records=_records, views=_views, info=_info, init_task=_init_task, data_commands=data_commands.add_data_commands,
     attribution=attribute.score_function, engines={"ctranslate2": Engine(("ctranslate2",), engine.attach)},
+    starter=starter.STARTER,
 )  # fmt: skip
 
 __all__ = ["FAMILY", "demo"]

@@ -64,6 +64,7 @@ class CheckReport:
     src_lines: int
     tgt_lines: int
     findings: tuple[Finding, ...]
+    first_side: dict[str, int] = field(default_factory=dict)  # not_utf8, blank: side of the first flagged line (0 src, 1 tgt, 2 both)
 
     @property
     def failed(self) -> bool:
@@ -85,6 +86,28 @@ class CheckReport:
             E.g. ``"mismatch 1 (first line 1001); not_utf8 2 (first line 7)"``.
         """
         return "; ".join(f"{f.name} {f.count} (first line {f.first_line})" for f in self.findings if f.count and f.action == action)
+
+    def first_failure(self) -> str:
+        """The first ``fail`` finding as one sentence naming the file and the line ("" if none),
+        e.g. ``"b.de, line 3: empty line (its pair in a.en is not)"``."""
+        finding = next((f for f in self.findings if f.count and f.action == "fail"), None)
+        if finding is None:
+            return ""
+        line, paths = finding.first_line, (self.src_path, self.tgt_path)
+        if finding.name == "mismatch":
+            shift = finding.detail.partition("; ")[2]
+            return f"{self.src_path} has {self.src_lines} lines but {self.tgt_path} has {self.tgt_lines}" + (f" ({shift})" if shift else "")
+        side = self.first_side.get(finding.name, 2)
+        where = f"{paths[side]}, line {line}" if side < 2 else f"{self.src_path} and {self.tgt_path}, line {line}"
+        what = {
+            "not_utf8": "invalid UTF-8",
+            "blank": f"empty line (its pair in {paths[1 - side]} is not)" if side < 2 else "both sides empty",
+            "too_long": "a side is longer than data.max_len whitespace tokens",
+            "copy": "the source equals the target",
+            "duplicate": "the pair repeats an earlier pair",
+            "ratio": "the token counts differ by more than data.max_ratio",
+        }[finding.name]
+        return f"{where}: {what}"
 
     def table(self) -> str:
         """Aligned summary: the two files, then check, count, first line, action, detail."""
@@ -145,7 +168,7 @@ def check_parallel(
         "blank": f"src {scan.blank[0]}, tgt {scan.blank[1]}",
     }
     findings = tuple(Finding(name, frozenset(scan.flagged[name]), actions[name], details.get(name, "")) for name in DEFAULT_POLICY)
-    return CheckReport(Path(src_path), Path(tgt_path), scan.counts[0], scan.counts[1], findings)
+    return CheckReport(Path(src_path), Path(tgt_path), scan.counts[0], scan.counts[1], findings, scan.first_side)
 
 
 def _resolve_policy(policy: dict[str, str] | None) -> dict[str, str]:
@@ -171,6 +194,7 @@ class _Scan:
     blank: list[int] = field(default_factory=lambda: [0, 0])  # blank lines per side
     chars: tuple[list[int], list[int]] = field(default_factory=lambda: ([], []))  # lengths per side
     seen: set[bytes] = field(default_factory=set)  # digests of the pairs so far
+    first_side: dict[str, int] = field(default_factory=dict)  # not_utf8, blank: side of the first flagged line (2: both)
 
     def add(self, number: int, src_raw: bytes | None, tgt_raw: bytes | None) -> None:
         """Inspect line ``number`` of each file (None where that file has ended)."""
@@ -180,6 +204,7 @@ class _Scan:
             return
         src, tgt = texts
         if not src or not tgt:
+            self.first_side.setdefault("blank", 2 if not src and not tgt else int(bool(src)))
             self.flagged["blank"].append(number)
             self.blank[0] += not src
             self.blank[1] += not tgt
@@ -207,6 +232,7 @@ class _Scan:
         except UnicodeDecodeError:
             text = decode_line(raw, number, errors="replace")
             self.bad[side] += 1
+            self.first_side.setdefault("not_utf8", side)
             if self.flagged["not_utf8"][-1:] != [number]:
                 self.flagged["not_utf8"].append(number)
         self.chars[side].append(len(text))

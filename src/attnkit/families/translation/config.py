@@ -26,7 +26,8 @@ class CheckPolicy(Strict):
 
 
 class FilePair(Strict):
-    """A parallel corpus: two line-aligned text files (plain or .gz)."""
+    """A parallel corpus: two line-aligned text files (plain or .gz). A split may instead be one
+    table file (.tsv/.csv with a header, .jsonl or .json) with `data.src_column` and `data.tgt_column`."""
 
     src: str
     tgt: str
@@ -54,19 +55,23 @@ class Synthetic(Strict):
 class Data(Strict):
     """Where the text comes from and how it becomes token ids.
 
-        `corpus: multi30k` reads `{split}.{lang}.gz` from `dir`; `wmt14` reads what `attnkit data fetch
-        wmt14` wrote into `dir` (train.{lang}.gz, newstest2013 and newstest2014); `files` reads
-        `train`/`valid`/`test`; `synthetic` generates `synthetic.task`; `none`: no training data (a run
-    made by `attnkit import`, which trains only as the `--init` of a config that names its data).
+    `corpus: multi30k` reads `{split}.{lang}.gz` from `dir`; `wmt14` reads what `attnkit data fetch
+    wmt14` wrote into `dir` (train.{lang}.gz, newstest2013 and newstest2014); `files` reads
+    `train`/`valid`/`test`, each `{src: FILE, tgt: FILE}` (line-aligned text) or one table FILE
+    (`src_column`/`tgt_column` of a .tsv/.csv with a header, .jsonl or .json); `synthetic` generates
+    `synthetic.task`; `none`: no training data (a run made by `attnkit import`, which trains only as
+    the `--init` of a config that names its data).
     """
 
     corpus: Literal["files", "multi30k", "wmt14", "synthetic", "none"] = "files"
     dir: str | None = None
     src_lang: str = "en"
     tgt_lang: str = "de"
-    train: FilePair | None = None
-    valid: FilePair | None = None
-    test: FilePair | None = None
+    train: FilePair | str | None = None
+    valid: FilePair | str | None = None
+    test: FilePair | str | None = None
+    src_column: str = "src"
+    tgt_column: str = "tgt"
     synthetic: Synthetic = Synthetic()
     tokenizer: Literal["bpe", "unigram", "word", "char"] = "bpe"
     vocab_size: PositiveInt = 8000
@@ -78,7 +83,7 @@ class Data(Strict):
     @model_validator(mode="after")
     def _corpus_fields(self) -> Data:
         if self.corpus == "files" and (self.train is None or self.valid is None):
-            raise ValueError("corpus 'files' needs data.train and data.valid (each with src and tgt)")
+            raise ValueError("corpus 'files' needs data.train and data.valid (each {src: FILE, tgt: FILE} or one table FILE)")
         return self
 
 

@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from attnkit.data.tables import cell, iter_rows
 from attnkit.data.text import read_parallel
 from attnkit.errors import DataError
 from attnkit.families.translation.config import Data
 from attnkit.families.translation.synthetic import generate
 
-Split = tuple[str, str] | list[tuple[str, str]]  # (src path, tgt path) or in-memory pairs
+
+@dataclass(frozen=True)
+class Table:
+    """One table file of pairs: the `src_column` and `tgt_column` of each row."""
+
+    path: str
+    src_column: str
+    tgt_column: str
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The (source, target) pairs in file order.
+
+        Raises:
+            DataError: As `attnkit.data.tables.iter_rows`; a missing or empty side names the file and line.
+        """
+        columns = (self.src_column, self.tgt_column)
+        pairs = [(cell(row, columns[0], where), cell(row, columns[1], where)) for where, row in iter_rows(self.path, columns)]
+        if not pairs:
+            raise DataError(f"{self.path}: no pairs")
+        return pairs
+
+
+Split = tuple[str, str] | Table | list[tuple[str, str]]  # (src path, tgt path), a table file, or in-memory pairs
 
 MULTI30K_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 # Looked for in order when neither --data nor data.dir names a Multi30k folder.
@@ -66,9 +90,20 @@ def corpus_splits(data: Data, data_dir: str | None = None) -> dict[str, Split]:
         folder = wmt14_dir(data, data_dir)
         return {name: (str(_wmt14_file(folder, stem, data.src_lang)), str(_wmt14_file(folder, stem, data.tgt_lang))) for name, stem in WMT14_SPLITS.items()}
     files = {"train": data.train, "valid": data.valid, "test": data.test}
-    return {name: (pair.src, pair.tgt) for name, pair in files.items() if pair is not None}
+    return {
+        name: Table(pair, data.src_column, data.tgt_column) if isinstance(pair, str) else (pair.src, pair.tgt)
+        for name, pair in files.items()
+        if pair is not None
+    }
+
+
+def split_files(split: Split) -> list[str]:
+    """The files a split reads (their bytes key the prepared data)."""
+    return list(split) if isinstance(split, tuple) else [split.path] if isinstance(split, Table) else []
 
 
 def split_pairs(split: Split) -> list[tuple[str, str]]:
     """The (source, target) text pairs of a split, read from disk if needed."""
+    if isinstance(split, Table):
+        return split.pairs()
     return read_parallel(*split) if isinstance(split, tuple) else list(split)

@@ -147,9 +147,7 @@ def _load(source: Source, *, max_len: int, max_ratio: float, policy: dict[str, s
     src_path, tgt_path = source
     report = check_parallel(src_path, tgt_path, max_len=max_len, max_ratio=max_ratio, policy=policy)
     if report.failed:
-        raise DataError(
-            f"{src_path} / {tgt_path}: data check failed: {report.describe('fail')}; run `attnkit data check {src_path} {tgt_path}` for the full table"
-        )
+        raise DataError(f"{report.first_failure()} (data check: {report.describe('fail')}; `attnkit data check {src_path} {tgt_path}` shows the table)")
     if report.describe("warn"):
         logger.warning("%s / %s: %s (kept)", src_path, tgt_path, report.describe("warn"))
     skip = report.skip_lines

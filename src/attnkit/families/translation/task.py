@@ -24,7 +24,7 @@ from attnkit.families.forced import token_loss, validation_loss
 from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.codec import Vocabs, encode_sources, vocabs_from_json, vocabs_to_json
 from attnkit.families.translation.config import Rnn, TranslationRun
-from attnkit.families.translation.corpus import corpus_splits
+from attnkit.families.translation.corpus import Table, corpus_splits, split_files, split_pairs
 from attnkit.families.translation.forcing import teacher_forcing_ratio
 from attnkit.families.translation.model import build
 from attnkit.families.translation.prepare import prepare_translation
@@ -48,7 +48,7 @@ def load_data(run: TranslationRun, run_dir: Path, data_dir: str | None, vocabs: 
     instead of building them from the data.
     """
     splits = corpus_splits(run.data, data_dir)
-    files = [path for name in ("train", "valid") if isinstance(splits[name], tuple) for path in splits[name]]
+    files = [path for name in ("train", "valid") for path in split_files(splits[name])]
     settings = run.data.model_dump(mode="json", by_alias=True, exclude={"dir", "train", "valid", "test"})
     cache_dir = run_dir.parent / ".attnkit-cache"
     given = None if vocabs is None else vocabs_fingerprint(vocabs)
@@ -75,8 +75,9 @@ def _prepare(run: TranslationRun, splits: dict, cache_dir: Path, vocabs: Vocabs 
     """Check, tokenize and encode the training and validation splits into `folder` (with `vocabs`, if given)."""
     d = run.data
     given = None if vocabs is None else (vocabs.src_tokenizer, vocabs.tgt_tokenizer, vocabs.src_vocab, vocabs.tgt_vocab)
+    train, valid = (split_pairs(splits[name]) if isinstance(splits[name], Table) else splits[name] for name in ("train", "valid"))
     p = prepare_translation(
-        train=splits["train"], valid=splits["valid"], tokenizer=d.tokenizer, vocab_size=d.vocab_size,
+        train=train, valid=valid, tokenizer=d.tokenizer, vocab_size=d.vocab_size,
         joint=d.joint, max_len=d.max_len, cache_dir=cache_dir,
         check_policy=d.check.model_dump(by_alias=True), max_ratio=d.max_ratio, given=given,
     )  # fmt: skip

@@ -1,0 +1,34 @@
+"""Every `attnkit init` command of docs/your-data.md runs as it is from the repository root on the
+shipped examples, and writes a config that `attnkit config` accepts (the training runs themselves
+are `tests/families/*/test_*_own_data.py`)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from attnkit.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "your-data.md"
+
+
+def init_commands() -> list[list[str]]:
+    """The page's `attnkit init ...` command lines (continued lines joined), as argv lists."""
+    text = PAGE.read_text(encoding="utf-8").replace("\\\n", " ")
+    return [shlex.split(line.strip())[1:] for line in text.splitlines() if line.strip().startswith("attnkit init ")]
+
+
+def test_the_page_shows_init_for_every_family() -> None:
+    assert sorted({argv[1] for argv in init_commands()}) == ["captioning", "classification", "parsing", "translation"]
+
+
+@pytest.mark.parametrize("argv", init_commands(), ids=lambda argv: " ".join(argv[1:4]))
+def test_init_command_of_the_page_runs(argv: list[str], tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(ROOT)
+    assert argv[-2:] == ["--out", "my.yaml"]
+    config = tmp_path / "my.yaml"
+    assert main([*argv[:-1], str(config)]) == 0
+    assert main(["config", str(config)]) == 0

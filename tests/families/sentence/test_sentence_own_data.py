@@ -1,0 +1,95 @@
+"""Sentence classification on one's own files, through the CLI: `attnkit init classification` on
+the shipped examples (a CSV of sentences, JSONL sentence pairs), `attnkit train` on the config it
+wrote with a tiny model, then the hops' attention; and each bad file as one error line naming the
+file and the line, before a config or a run is written (docs/your-data.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from attnkit.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "classification"
+TINY = ["model.embed_dim=16", "model.u=16", "model.d_a=16", "model.r=2", "model.mlp_hidden=32", "train.max_steps=6", "train.eval_every=6"]
+
+
+def sets(values: list[str]) -> list[str]:
+    return [word for value in values for word in ("--set", value)]
+
+
+@pytest.mark.parametrize(
+    ("train", "valid", "columns", "text"),
+    [
+        ("train.csv", "valid.csv", ("text", None, "label"), "the film was great"),
+        ("pairs-train.jsonl", "pairs-valid.jsonl", ("premise", "hypothesis", "label"), "the dog runs in the park .\tthe dog is running ."),
+    ],
+    ids=["csv-sentences", "jsonl-pairs"],
+)
+def test_init_train_attention(tmp_path: Path, train: str, valid: str, columns: tuple, text: str) -> None:
+    config, run = tmp_path / "my.yaml", tmp_path / "run"
+    assert main(["init", "classification", "--train", str(EXAMPLES / train), "--valid", str(EXAMPLES / valid), "--out", str(config)]) == 0
+    tree = yaml.safe_load(config.read_text())
+    assert (tree["data"]["text_column"], tree["data"].get("text2_column"), tree["data"]["label_column"]) == columns
+    assert tree["model"]["pair"] == ("factor" if columns[1] else "none")
+    assert main(["train", str(config), "--out", str(run), *sets(TINY)]) == 0
+    assert main(["attention", str(run), text, "--out", str(tmp_path / "a.npz")]) == 0
+    maps = np.load(tmp_path / "a.npz")
+    hops = maps["hops/layer1"]  # (1, R, T): each hop a distribution over the words
+    assert hops.shape[1] == 2
+    np.testing.assert_allclose(hops.sum(-1), 1.0, atol=1e-4)
+
+
+def _error(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("attnkit: error: ")
+    return err
+
+
+def _write(tmp: Path, name: str, data: str | bytes) -> str:
+    (tmp / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+    return str(tmp / name)
+
+
+def test_no_label_column(tmp_path: Path, capsys) -> None:
+    table = _write(tmp_path, "t.csv", "text,sentiment\ngood film,positive\n")
+    err = _error(capsys, ["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
+    assert f"{table}, line 1: no label column (the columns are text, sentiment); name it with --label-column" in err
+
+
+def test_a_named_label_column_missing_at_train(tmp_path: Path, capsys) -> None:
+    table = _write(tmp_path, "t.csv", "text,sentiment\ngood film,positive\n")
+    config = _write(tmp_path, "c.yaml", f"data: {{corpus: labelled, train: {table}, valid: {EXAMPLES / 'valid.csv'}}}\n"
+                    "model: {kind: sase, embed_dim: 8, u: 8, d_a: 8, r: 1, mlp_hidden: 8}\ntrain: {max_steps: 1}\n")  # fmt: skip
+    err = _error(capsys, ["train", config, "--out", str(tmp_path / "run")])
+    assert f"{table}, line 1: no column 'label' (the header has text, sentiment)" in err
+    assert not (tmp_path / "run" / "config.yaml").exists()  # refused before any work
+
+
+def test_an_empty_text(tmp_path: Path, capsys) -> None:
+    table = _write(tmp_path, "t.csv", 'text,label\ngood film,positive\n"  ",negative\n')
+    err = _error(capsys, ["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
+    assert f"{table}, line 3: empty text in column 'text'" in err
+
+
+def test_a_validation_label_training_never_saw(tmp_path: Path, capsys) -> None:
+    table = _write(tmp_path, "v.jsonl", '{"text": "a fine film", "label": "positive"}\n{"text": "so so", "label": "mixed"}\n')
+    err = _error(capsys, ["init", "classification", "--train", str(EXAMPLES / "train.csv"), "--valid", table])
+    assert f"{table}, line 2: unknown label 'mixed' (known: negative, positive)" in err
+
+
+def test_a_quoted_csv_field_over_two_lines_keeps_the_line_numbers(tmp_path: Path, capsys) -> None:
+    table = _write(tmp_path, "t.csv", 'text,label\n"a film\nin two lines",positive\nbad,\n')
+    err = _error(capsys, ["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
+    assert f"{table}, line 4: empty label in column 'label'" in err
+
+
+def test_bad_utf8(tmp_path: Path, capsys) -> None:
+    table = _write(tmp_path, "t.tsv", b"text\tlabel\ngood\tpositive\nb\xe4d\tnegative\n")
+    err = _error(capsys, ["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
+    assert f"{table}, line 3: invalid UTF-8" in err
