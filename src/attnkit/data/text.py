@@ -7,10 +7,11 @@ Lines are split on ``\\n`` only (never on the other Unicode line separators that
 from __future__ import annotations
 
 import codecs
+import csv
 import gzip
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,62 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(row, dict):
             raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
         yield number, row
+
+
+def delimited_rows(path: str | Path, kind: str, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line number, {column: value})`` of a TSV/CSV file after checking its header."""
+    lines = iter_text_lines(path, strip=False)
+    split = (lambda line: line.split("\t")) if kind == "tsv" else (lambda line: next(csv.reader([line])))
+    first = next(lines, (1, ""))[1]
+    if not first.strip():
+        raise DataError(f"{path}, line 1: expected a header row with the column names")
+    header = [name.strip() for name in split(first)]
+    for column in columns:
+        if column not in header:
+            raise DataError(f"{path}, line 1: no column {column!r} (the header has {', '.join(header)})")
+    for number, line in lines:
+        if not line.strip():
+            continue
+        values = split(line)
+        if len(values) != len(header):
+            raise DataError(f"{path}, line {number}: {len(values)} fields, the header has {len(header)}")
+        yield number, dict(zip(header, values))
+
+
+def text_field(row: Mapping[str, Any], column: str, where: str, what: str) -> str:
+    """The stripped, non-empty string value of ``column`` in a row."""
+    if column not in row:
+        raise DataError(f"{where}: no field {column!r} (the row has {', '.join(map(str, row))})")
+    value = row[column]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and what == "label":
+        value = str(value)
+    if not isinstance(value, str):
+        raise DataError(f"{where}: {column!r} must be a string, got {json.dumps(value)}")
+    if not value.strip():
+        raise DataError(f"{where}: empty {what} in column {column!r}")
+    return value.strip()
+
+
+def table_format(path: str | Path) -> str | None:
+    """``tsv``, ``csv`` or ``jsonl`` by the suffix (before an optional ``.gz``); None for any other file."""
+    suffix = Path(path).name.removesuffix(".gz").rsplit(".", 1)[-1].lower()
+    return suffix if suffix in ("tsv", "csv", "jsonl") else None
+
+
+def read_texts(path: str | Path, text_column: str = "text", text2_column: str | None = None) -> list[str]:
+    """The input texts of a data set: a TSV/CSV/JSONL file's `text_column` (other columns, a label among them,
+    are not read), or every non-blank line of any other file. With `text2_column` (sentence pairs) each text
+    is ``text<TAB>text2``, as the classifiers read a pair.
+
+    Raises:
+        DataError: as `read_lines`, `delimited_rows`, `iter_jsonl` and `text_field` (file and line), or no text.
+    """
+    kind = table_format(path)
+    if kind is None:
+        return [line for line in read_lines(path) if line]
+    columns = [c for c in (text_column, text2_column) if c is not None]
+    rows = iter_jsonl(path) if kind == "jsonl" else delimited_rows(path, kind, columns)
+    texts = ["\t".join(text_field(row, c, f"{path}, line {number}", "text") for c in columns) for number, row in rows]
+    if not texts:
+        raise DataError(f"{path}: no texts")
+    return texts

@@ -15,17 +15,15 @@ Every error is a `DataError` that names the file and line.
 
 from __future__ import annotations
 
-import csv
-import json
 import logging
 import random
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit.data.text import iter_jsonl, iter_text_lines, read_lines
+from attnkit.data.text import delimited_rows, iter_jsonl, iter_text_lines, read_lines, table_format, text_field
 from attnkit.errors import DataError
 
 logger = logging.getLogger("attnkit")
@@ -134,61 +132,27 @@ def read_labelled(
             number of fields than the header, an empty text, an unknown label, or no examples.
     """
     columns = [c for c in (text_column, text2_column, label_column) if c is not None]
-    suffix = Path(path).name.removesuffix(".gz").rsplit(".", 1)[-1].lower()
-    if suffix not in ("tsv", "csv", "jsonl"):
+    suffix = table_format(path)
+    if suffix is None:
         raise DataError(f"{path}: unknown format (expected .tsv, .csv or .jsonl, optionally .gz)")
-    rows = iter_jsonl(path) if suffix == "jsonl" else _delimited_rows(path, suffix, columns)
+    rows = iter_jsonl(path) if suffix == "jsonl" else delimited_rows(path, suffix, columns)
     examples, skipped = [], 0
     for number, row in rows:
         where = f"{path}, line {number}"
-        label = _field(row, label_column, where, "label")
+        label = text_field(row, label_column, where, "label")
         if label in skip_labels:
             skipped += 1
             continue
         label = rename_labels.get(label, label) if rename_labels else label
         if label_map is not None and label not in label_map:
             raise DataError(f"{where}: unknown label {label!r} (known: {', '.join(label_map.labels)})")
-        text2 = None if text2_column is None else _field(row, text2_column, where, "text")
-        examples.append(LabelledText(_field(row, text_column, where, "text"), label, text2))
+        text2 = None if text2_column is None else text_field(row, text2_column, where, "text")
+        examples.append(LabelledText(text_field(row, text_column, where, "text"), label, text2))
     if skipped:
         logger.info("%s: skipped %d rows labelled %s", path, skipped, "/".join(sorted(skip_labels)))
     if not examples:
         raise DataError(f"{path}: no labelled examples")
     return examples, label_map if label_map is not None else LabelMap.build(e.label for e in examples)
-
-
-def _delimited_rows(path: str | Path, kind: str, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield ``(line number, {column: value})`` of a TSV/CSV file after checking its header."""
-    lines = iter_text_lines(path, strip=False)
-    split = (lambda line: line.split("\t")) if kind == "tsv" else (lambda line: next(csv.reader([line])))
-    first = next(lines, (1, ""))[1]
-    if not first.strip():
-        raise DataError(f"{path}, line 1: expected a header row with the column names")
-    header = [name.strip() for name in split(first)]
-    for column in columns:
-        if column not in header:
-            raise DataError(f"{path}, line 1: no column {column!r} (the header has {', '.join(header)})")
-    for number, line in lines:
-        if not line.strip():
-            continue
-        values = split(line)
-        if len(values) != len(header):
-            raise DataError(f"{path}, line {number}: {len(values)} fields, the header has {len(header)}")
-        yield number, dict(zip(header, values))
-
-
-def _field(row: Mapping[str, Any], column: str, where: str, what: str) -> str:
-    """The stripped, non-empty string value of ``column`` in a row."""
-    if column not in row:
-        raise DataError(f"{where}: no field {column!r} (the row has {', '.join(map(str, row))})")
-    value = row[column]
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and what == "label":
-        value = str(value)
-    if not isinstance(value, str):
-        raise DataError(f"{where}: {column!r} must be a string, got {json.dumps(value)}")
-    if not value.strip():
-        raise DataError(f"{where}: empty {what} in column {column!r}")
-    return value.strip()
 
 
 def parse_sst_tree(tree: str, where: str = "SST tree") -> list[tuple[str, int]]:

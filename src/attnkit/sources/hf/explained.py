@@ -1,0 +1,73 @@
+"""The predicted class of a Hugging Face sequence classifier, ready for the faithfulness metrics
+(`sources.explained`, whose docstring says how tokens are removed and why: the mask token).
+
+One forward pass gives p(c | x) for the predicted class c and, through the attention hooks
+(`hf.collect.collecting`) and a `Collector`, row 0 ([CLS], `<s>`: what BERT-style heads pool) of
+each layer's head mean, of the rollout and of the flow. The attributions score c's logit
+(`hf.attribute.score_function`). The ranked tokens are the input's tokens but its special ones.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from attnkit.errors import AttnkitError
+from attnkit.sources.collect import Collector
+from attnkit.sources.explained import Discard, Explained
+from attnkit.sources.hf.collect import collecting
+from attnkit.sources.hf.inputs import Prepared, prepare
+from attnkit.sources.hf.load import HfModel
+from attnkit.sources.options import AttentionOptions
+
+
+def mask_id(hf: HfModel) -> int:
+    """The id that stands for a removed token: the mask token, else the unknown token."""
+    tok = hf.tokenizer
+    found = tok.mask_token_id if tok.mask_token_id is not None else tok.unk_token_id
+    if found is None:
+        raise AttnkitError(f"{hf.name}: the tokenizer has no mask or unknown token to stand for a removed token")
+    return found
+
+
+def masked_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
+    """keep (N, T) -> p(c | the input with the tokens at `positions` where keep is False masked) (N,)."""
+    ids = prep.inputs["input_ids"]  # (1, S)
+    replacement = mask_id(hf)
+
+    def predict(keep: Tensor) -> Tensor:
+        n = keep.size(0)
+        batch = ids.expand(n, -1).clone()  # (N, S)
+        removed = torch.zeros_like(batch, dtype=torch.bool)  # (N, S)
+        removed[:, positions] = ~keep.to(batch.device)
+        batch[removed] = replacement
+        with torch.inference_mode():
+            logits = hf.model(input_ids=batch, attention_mask=torch.ones_like(batch)).logits  # (N, C)
+        return logits.double().softmax(dim=-1)[:, c]  # (N,)
+
+    return predict
+
+
+def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = False) -> Explained:
+    """The predicted class of `text` through a sequence classifier (module docstring)."""
+    from attnkit.sources.hf.attribute import score_function
+
+    if hf.arch != "encoder":
+        raise AttnkitError(f"{hf.name}: faithfulness explains a sequence classifier's class; this is a {hf.arch} model")
+    prep = prepare(hf, text, AttentionOptions(truncate=truncate))
+    collector = Collector(Discard(), flow=flow, output=("encoder", 0))
+    with collecting(hf.model, hf.arch, collector), torch.inference_mode():
+        logits = getattr(hf.model(**prep.inputs), "logits", None)
+    if logits is None or logits.dim() != 2:
+        raise AttnkitError(f"{hf.name}: {type(hf.model).__name__} has no sequence-classification head (...ForSequenceClassification)")
+    collector.finish()
+    probs = logits[0].double().softmax(dim=-1)  # (C,)
+    c = int(probs.argmax())
+    specials = set(hf.tokenizer.all_special_ids)
+    positions = [i for i, t in enumerate(prep.inputs["input_ids"][0].tolist()) if t not in specials]
+    if not positions:
+        raise AttnkitError(f"{hf.name}: the text {text!r} has no tokens but special ones")
+    f, x, label = score_function(hf, prep, c)
+    attention = {name: row[positions] for name, row in collector.compared.items()}  # (T,) each
+    tokens = [prep.tokens[i] for i in positions]
+    return Explained(tokens, label, float(probs[c]), masked_predict(hf, prep, positions, c), attention, f, x, positions)
