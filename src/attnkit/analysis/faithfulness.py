@@ -95,7 +95,8 @@ def faithfulness(predict: Predict, scores: Tensor, p: float, fractions: Sequence
     """Comprehensiveness and sufficiency per bin and the deletion curve of the ranking of `scores` (T,).
 
     Args:
-        predict: keep (N, T) bool -> p(y | kept tokens) (N,); called once, with every mask in one batch.
+        predict: keep (N, T) bool -> p(y | kept tokens) (N,); called once, with every distinct mask in one batch
+            (on short inputs several bins take the same k).
         scores: (T,) the method's token scores (higher: ranked first).
         p: p(y | x), all tokens kept.
         fractions: the AOPC bins, shares of the tokens.
@@ -105,7 +106,8 @@ def faithfulness(predict: Predict, scores: Tensor, p: float, fractions: Sequence
     n = order.numel()
     bins = top_masks(order, [top_k(d, n) for d in fractions])  # (K, T)
     curve = top_masks(order, [top_k(d, n) for d in points])  # (P, T)
-    probs = predict(torch.cat([~bins, bins, ~curve])).detach().to("cpu", torch.float64)  # (2K + P,)
+    masks, inverse = torch.unique(torch.cat([~bins, bins, ~curve]), dim=0, return_inverse=True)  # (M, T): each input once
+    probs = predict(masks).detach().to("cpu", torch.float64)[inverse]  # (2K + P,)
     k = len(fractions)
     return Faithfulness((p - probs[:k]).tolist(), (p - probs[k : 2 * k]).tolist(), probs[2 * k :].tolist())
 
