@@ -201,3 +201,19 @@ def test_the_data_formats(tmp_path):
     pairs = tmp_path / "p.csv"
     pairs.write_text('premise,hypothesis,label\n"a man, sleeping",nobody,neutral\n', encoding="utf-8")
     assert read_texts(pairs, "premise", "hypothesis") == ["a man, sleeping\tnobody"]
+
+
+def test_the_abnar_zuidema_benchmark_on_the_bert_classifier(sharp_bert, tmp_path, monkeypatch, capsys):
+    from benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("faithfulness_papers")
+    data, out = tmp_path / "data.jsonl", tmp_path / "o"
+    data.write_text(json.dumps({"text": BERT_TEXTS[0]}) + "\n", encoding="utf-8")
+    monkeypatch.setattr("sys.argv", ["fp", "az", str(sharp_bert), "--data", str(data), "--out", str(out)])
+    bench.main()
+    doc = json.loads(capsys.readouterr().out)
+    (o,) = _lines(out / "faithfulness")[1]["outputs"]
+    assert doc["raw_attention"] == "encoder/layer2" and doc["outputs"] == 1
+    rho = bench.spearman(o["scores"]["flow"], [abs(v) for v in o["scores"]["ixg"]])
+    assert doc["spearman"]["flow vs ixg"] == {"mean": round(rho, 4), "std": 0.0, "n": 1}
+    assert doc["kendall_tau"]["rollout vs loo"]["mean"] == round(kendall_tau(torch.tensor(o["scores"]["rollout"]), torch.tensor(o["scores"]["loo"])), 4)
