@@ -9,11 +9,11 @@ import sys
 
 import pytest
 import torch
-from conftest import TINY_SASE, make_tiny_run
 
 from attnkit.families.sentence.infer import model_inputs
 from attnkit.sources.page import open_source
 from benchmark_scripts import load_benchmark
+from conftest import TINY_SASE, make_tiny_run
 
 bench = load_benchmark("faithfulness_papers")
 
