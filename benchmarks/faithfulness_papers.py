@@ -1,12 +1,13 @@
 """The papers' tables of "is attention an explanation?", measured with `attnkit faithfulness` (docs/analysis.md).
 
-    .venv/bin/python benchmarks/faithfulness_papers.py jw RUN --uniform UNIFORM_RUN --dev DEV --out DIR [--limit N] [--permutations 100]
+    .venv/bin/python benchmarks/faithfulness_papers.py jw RUN --uniform UNIFORM_RUN [--dev DEV] --out DIR [--limit N] [--permutations 100]
     .venv/bin/python benchmarks/faithfulness_papers.py az SOURCE --data FILE --out DIR [--limit N] [--text-column C]
 
 `jw`: Jain & Wallace (2019) on a sentence classifier run that has their model, a bi-LSTM under one
 additive tanh attention distribution over the words (`sase` with r = 1, coef = 0: Lin et al.'s
-A = softmax(w_s2 tanh(W_s1 H^T)) with one hop is their additive attention with a learned query);
-DEV is read by the run's family (SST trees, SNLI TSV or a labelled file):
+A = softmax(w_s2 tanh(W_s1 H^T)) with one hop is their additive attention with a learned query),
+over the run's validation split (SST: the dev trees; SNLI: the premises held out of the staged dev
+file the run trained on, `data.dev_fraction`) or DEV, read by the run's family (`--limit`: its first N):
 
 - their Table 2: Kendall's tau between attention and gradients (|input x gradient|, their gradient
   through the one-hot input), attention and leave-one-out (|p(y|x) - p(y|x without the word)|, where
@@ -17,7 +18,7 @@ DEV is read by the run's family (SST trees, SNLI TSV or a labelled file):
   distributions, per text; its mean and median over the texts, by the text's largest attention weight;
 - Wiegreffe & Pinter (2019), sec. 3's uniform baseline: UNIFORM_RUN is the same model trained with
   the attention frozen to uniform, which is `model.pooling: mean` (the mean of the bi-LSTM states);
-  the dev accuracy of both and their difference.
+  the accuracy of both on the whole validation split (or DEV) and their difference.
 
 `az`: Abnar & Zuidema (2020) on a model with layers of self-attention (a Hugging Face sequence
 classifier, or any source `attnkit faithfulness` reads): Spearman's rho and Kendall's tau of the
@@ -129,13 +130,29 @@ def permutation_tvd(loaded, text: str, permutations: int, seed: int) -> tuple[fl
     return float(tvd.median()), float(a.max())
 
 
-def jain_wallace(args: argparse.Namespace) -> dict:
-    from attnkit.families.sentence.infer import evaluate_labelled, read_eval_file
+def accuracy(loaded, examples: list) -> float:
+    """The share of `examples` the run classifies right."""
+    from attnkit.families.sentence.infer import classify_texts
 
+    texts = [e.text if e.text2 is None else f"{e.text}\t{e.text2}" for e in examples]
+    return sum(r.label == e.label for r, e in zip(classify_texts(loaded, texts), examples)) / len(examples)
+
+
+def dev_examples(loaded, dev: str | None) -> list:
+    """The file `dev` as the run's family reads it, or, without one, the run's own validation split (SST's dev
+    trees; for SNLI, the premises the run held out of the dev file it trained on)."""
+    from attnkit.families.sentence.corpus import classify_splits
+    from attnkit.families.sentence.infer import read_eval_file
+
+    return read_eval_file(loaded, dev) if dev else classify_splits(loaded.run.data)[1]
+
+
+def jain_wallace(args: argparse.Namespace) -> dict:
     loaded = open_source(args.run)
     if loaded.run.model.r != 1 or loaded.run.model.pooling != "attention":
         raise SystemExit(f"{args.run}: Jain & Wallace's model has one attention distribution: train with --set model.r=1 (pooling attention)")
-    examples = read_eval_file(loaded, args.dev)[: args.limit]
+    dev = dev_examples(loaded, args.dev)
+    examples = dev[: args.limit]
     pair = examples[0].text2 is not None
     out = Path(args.out)
     data = out / "dev.jsonl"
@@ -152,17 +169,15 @@ def jain_wallace(args: argparse.Namespace) -> dict:
     for lo, hi in zip(MAX_ATTENTION_BINS, MAX_ATTENTION_BINS[1:]):
         inside = [t for t, top in tvds if lo <= top < hi or (hi == 1.0 and top == 1.0)]
         bins[f"{lo:.2f}-{hi:.2f}"] = {"texts": len(inside), "median_tvd": round(statistics.median(inside), 4) if inside else None}
-    accuracy = {
-        name: evaluate_labelled(open_source(run) if run != args.run else loaded, args.dev)["accuracy"]
-        for name, run in (("attention", args.run), ("uniform", args.uniform))
-    }
+    right = {"attention": accuracy(loaded, dev), "uniform": accuracy(open_source(args.uniform), dev)}  # the whole dev set
     return {
-        "paper": "Jain & Wallace 2019; Wiegreffe & Pinter 2019", "run": args.run, "uniform_run": args.uniform, "dev": args.dev,
-        "texts": len(examples), "kendall_tau": correlations(outs, pairs, {"ixg", "loo"}, tau), "kendall_tau_by_predicted_class": by_label,
+        "paper": "Jain & Wallace 2019; Wiegreffe & Pinter 2019", "run": args.run, "uniform_run": args.uniform,
+        "dev": args.dev or "the run's validation split", "dev_examples": len(dev), "texts": len(examples),
+        "kendall_tau": correlations(outs, pairs, {"ixg", "loo"}, tau), "kendall_tau_by_predicted_class": by_label,
         "permutation": {"permutations": args.permutations, "mean_of_median_tvd": round(statistics.fmean(t for t, _ in tvds), 4),
                         "median_of_median_tvd": round(statistics.median(t for t, _ in tvds), 4), "by_max_attention": bins},
-        "uniform_baseline": {"accuracy_attention": accuracy["attention"], "accuracy_uniform": accuracy["uniform"],
-                             "difference": accuracy["attention"] - accuracy["uniform"]},
+        "uniform_baseline": {"accuracy_attention": right["attention"], "accuracy_uniform": right["uniform"],
+                             "difference": right["attention"] - right["uniform"]},
     }  # fmt: skip
 
 
@@ -186,7 +201,7 @@ def main() -> None:
     jw = sub.add_parser("jw", help="Jain & Wallace 2019 (and Wiegreffe & Pinter's uniform baseline) on a sase run with r = 1")
     jw.add_argument("run")
     jw.add_argument("--uniform", required=True, help="the same model trained with --set model.pooling=mean")
-    jw.add_argument("--dev", required=True, help="the dev file, read by the run's family (SST trees, SNLI TSV, labelled TSV/CSV/JSONL)")
+    jw.add_argument("--dev", help="a dev file, read by the run's family (SST trees, SNLI TSV, labelled TSV/CSV/JSONL); default: the run's validation split")
     jw.add_argument("--permutations", type=int, default=100)
     az = sub.add_parser("az", help="Abnar & Zuidema 2020 on a self-attention classifier")
     az.add_argument("source")

@@ -13,7 +13,6 @@ import torch
 from attnkit.families.sentence.infer import model_inputs
 from attnkit.sources.page import open_source
 from benchmark_scripts import load_benchmark
-from conftest import TINY_SASE, make_tiny_run
 
 bench = load_benchmark("faithfulness_papers")
 
@@ -26,9 +25,9 @@ def test_spearman_by_hand():
 
 
 @pytest.fixture(scope="module")
-def one_hop_runs(tmp_path_factory):
+def one_hop_runs(tmp_path_factory, tiny_sase_maker):
     root = tmp_path_factory.mktemp("runs")
-    return (make_tiny_run(root / "jw", {**TINY_SASE, "r": 1, "coef": 0.0}), make_tiny_run(root / "uniform", {**TINY_SASE, "pooling": "mean"}))
+    return tiny_sase_maker(root / "jw", r=1, coef=0.0), tiny_sase_maker(root / "uniform", pooling="mean")
 
 
 def test_a_permutation_that_changes_nothing_changes_no_output(one_hop_runs):

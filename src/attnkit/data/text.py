@@ -1,5 +1,8 @@
 """Text readers: plain or gzip'd files, strict UTF-8, errors that name the file and line.
 
+Besides lines and parallel files: JSONL objects (`iter_jsonl`), TSV/CSV rows under a header
+(`delimited_rows`, `text_field`), and the texts of a data set in any of these (`read_texts`).
+
 Lines are split on ``\\n`` only (never on the other Unicode line separators that
 ``str.splitlines`` knows), so line *i* of a source file stays line *i* of its target file.
 """

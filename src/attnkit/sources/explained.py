@@ -35,6 +35,7 @@ from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector
 
 ScoreFn = Callable[[Tensor], Tensor]
+BATCH = 32  # removals per forward pass: a long input's leave-one-out is T copies of it
 
 
 @dataclass
@@ -58,6 +59,28 @@ class Discard:
         pass
 
 
+def batched(predict: Callable[[Tensor], Tensor], size: int = BATCH) -> Callable[[Tensor], Tensor]:
+    """`predict` over keep (N, T), each distinct mask computed once for the output (the methods share the input
+    with every token and the one with none, and short inputs many more), in forward passes of at most `size`
+    inputs: (N,) on the CPU in float64."""
+    known: dict[bytes, float] = {}
+
+    def run(keep: Tensor) -> Tensor:
+        keep = keep.detach().cpu()
+        keys = [row.numpy().tobytes() for row in keep]
+        first: dict[bytes, int] = {}  # each new mask's first row
+        for i, k in enumerate(keys):
+            if k not in known:
+                first.setdefault(k, i)
+        new = list(first)
+        for i in range(0, len(new), size):
+            rows = keep[[first[k] for k in new[i : i + size]]]  # (n, T)
+            known.update(zip(new[i : i + size], predict(rows).detach().to("cpu", torch.float64).tolist()))
+        return torch.tensor([known[k] for k in keys], dtype=torch.float64)  # (N,)
+
+    return run
+
+
 def embedding_removal(f: ScoreFn, x: Tensor) -> Callable[[Tensor], Tensor]:
     """keep (N, T) -> exp f(x with the rows where keep is False set to 0) (N,): the runs' removal (module docstring)."""
 
@@ -66,7 +89,7 @@ def embedding_removal(f: ScoreFn, x: Tensor) -> Callable[[Tensor], Tensor]:
         with torch.no_grad():
             return f(e).double().exp()  # (N,)
 
-    return predict
+    return batched(predict)
 
 
 def explain_run(loaded, text: str, flow: bool = False) -> list[Explained]:

@@ -91,7 +91,10 @@ def summarise(records: list[dict], run: dict) -> dict:
 
 
 def _pm(s: dict) -> str:
-    return "n/a" if s["mean"] is None else f"{s['mean']:.3f} ± {s['std']:.3f}"
+    if s["mean"] is None:
+        return "n/a"
+    mean = f"{s['mean']:.3f}"
+    return f"{'0.000' if mean == '-0.000' else mean} ± {s['std']:.3f}"
 
 
 def markdown(doc: dict) -> str:

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector
-from attnkit.sources.explained import Discard, Explained
+from attnkit.sources.explained import Discard, Explained, batched
 from attnkit.sources.hf.collect import collecting
 from attnkit.sources.hf.inputs import Prepared, prepare
 from attnkit.sources.hf.load import HfModel
@@ -45,7 +45,7 @@ def masked_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
             logits = hf.model(input_ids=batch, attention_mask=torch.ones_like(batch)).logits  # (N, C)
         return logits.double().softmax(dim=-1)[:, c]  # (N,)
 
-    return predict
+    return batched(predict)
 
 
 def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = False) -> Explained:

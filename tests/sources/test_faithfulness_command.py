@@ -217,3 +217,21 @@ def test_the_abnar_zuidema_benchmark_on_the_bert_classifier(sharp_bert, tmp_path
     rho = bench.spearman(o["scores"]["flow"], [abs(v) for v in o["scores"]["ixg"]])
     assert doc["spearman"]["flow vs ixg"] == {"mean": round(rho, 4), "std": 0.0, "n": 1}
     assert doc["kendall_tau"]["rollout vs loo"]["mean"] == round(kendall_tau(torch.tensor(o["scores"]["rollout"]), torch.tensor(o["scores"]["loo"])), 4)
+
+
+def test_removals_are_predicted_once_each_in_batches_of_a_bounded_size():
+    from attnkit.sources.explained import batched
+
+    shapes = []
+
+    def predict(keep: torch.Tensor) -> torch.Tensor:
+        shapes.append(tuple(keep.shape))
+        return keep.sum(-1).float() + 0.5 * keep[:, 0]  # (N,)
+
+    rows = torch.tensor([[1, 1, 1], [0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 1]], dtype=torch.bool)  # (5, 3), all distinct
+    want = (rows.sum(-1) + 0.5 * rows[:, 0]).tolist()
+    run = batched(predict, size=2)
+    got = run(rows)
+    assert shapes == [(2, 3), (2, 3), (1, 3)] and got.dtype == torch.float64 and got.tolist() == want
+    again = run(torch.cat([rows[[4, 0]], torch.zeros(2, 3, dtype=torch.bool)]))  # two known masks, one new one twice
+    assert shapes[3:] == [(1, 3)] and again.tolist() == [want[4], want[0], 0.0, 0.0]
