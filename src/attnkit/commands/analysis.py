@@ -61,10 +61,10 @@ def cmd_heads(args: argparse.Namespace) -> int:
 
 def cmd_faithfulness(args: argparse.Namespace) -> int:
     from attnkit.progress import counter
-    from attnkit.sources.faithfulness import Settings, run_faithfulness
+    from attnkit.sources.faithfulness import METHODS, Settings, run_faithfulness
     from attnkit.sources.page import open_source
 
-    settings = Settings(methods=tuple(dict.fromkeys(args.methods)), seed=args.seed, truncate=args.truncate,
+    settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
     with counter(0, "faithfulness", unit="text") as bar:
