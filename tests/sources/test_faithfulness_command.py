@@ -97,7 +97,22 @@ def sharp_bert(hf_folder, tmp_path_factory) -> Path:
             if "LayerNorm" not in name:
                 p.mul_(10.0)
     model.save_pretrained(folder, safe_serialization=True)
+    pair_tokenizer().save_pretrained(folder)
     return folder
+
+
+def pair_tokenizer():
+    """`hf_tiny`'s BERT tokenizer with BERT's template for pairs too: [CLS] A [SEP] B [SEP], token types 0 then 1."""
+    from hf_tiny import VOCAB
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(VOCAB, unk_token="[UNK]", continuing_subword_prefix="##"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[(s, VOCAB[s]) for s in ("[CLS]", "[SEP]")]
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="<pad>", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
 
 
 def _bert_rows(model, ids: torch.Tensor):
@@ -246,3 +261,21 @@ def test_a_model_without_a_class_to_explain_is_refused_in_one_line(hf_folder, tm
     err = capsys.readouterr().err.strip().splitlines()
     want = "has no sequence-classification head" if name == "distilbert" else "this is a decoder model"
     assert len(err) == 1 and err[0].startswith(f"attnkit: error: {folder}: ") and want in err[0]
+
+
+def test_a_sentence_pair_is_encoded_as_a_pair_and_both_texts_are_ranked(sharp_bert, tmp_path):
+    data, out = tmp_path / "pairs.csv", tmp_path / "out"
+    data.write_text("premise,hypothesis,label\nthe cats sat,a dog ran,x\n", encoding="utf-8")
+    hf = open_source(str(sharp_bert))
+    run_faithfulness(hf, str(sharp_bert), data, out, Settings(methods=("loo",), text_column="premise", text2_column="hypothesis"))
+    (o,) = _lines(out)[1]["outputs"]
+    enc = hf.tokenizer("the cats sat", "a dog ran", return_tensors="pt")
+    assert hf.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()) == ["[CLS]", "the", "ca", "##t", "##s", "sat", "[SEP]", "a", "dog", "ran", "[SEP]"]
+    assert o["tokens"] == ["the", "ca", "##t", "##s", "sat", "a", "dog", "ran"]
+    with torch.no_grad():
+        probs = hf.model(**enc).logits[0].double().softmax(-1)  # with the token types of the pair
+        c = int(probs.argmax())
+        masked = enc["input_ids"].clone()
+        masked[0, 8] = hf.tokenizer.mask_token_id  # "dog", the 7th ranked token
+        without = float(hf.model(**{**enc, "input_ids": masked}).logits[0].double().softmax(-1)[c])
+    assert o["p"] == pytest.approx(float(probs[c]), abs=1e-6) and o["scores"]["loo"][6] == pytest.approx(o["p"] - without, abs=1e-6)

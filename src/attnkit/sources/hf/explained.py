@@ -4,7 +4,9 @@
 One forward pass gives p(c | x) for the predicted class c and, through the attention hooks
 (`hf.collect.collecting`) and a `Collector`, row 0 ([CLS], `<s>`: what BERT-style heads pool) of
 each layer's head mean, of the rollout and of the flow. The attributions score c's logit
-(`hf.attribute.score_function`). The ranked tokens are the input's tokens but its special ones.
+(`hf.attribute.score_function`). The ranked tokens are the input's tokens but its special ones; a
+sentence pair (``first<TAB>second``, `--text2-column`) is encoded as the tokenizer encodes pairs, and the
+tokens of both texts are ranked.
 """
 
 from __future__ import annotations
@@ -41,11 +43,23 @@ def masked_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
         removed = torch.zeros_like(batch, dtype=torch.bool)  # (N, S)
         removed[:, positions] = ~keep.to(batch.device)
         batch[removed] = replacement
+        inputs = {k: v.expand(n, -1) for k, v in prep.inputs.items()}  # (N, S) each: the attention mask, token types
         with torch.inference_mode():
-            logits = hf.model(input_ids=batch, attention_mask=torch.ones_like(batch)).logits  # (N, C)
+            logits = hf.model(**{**inputs, "input_ids": batch}).logits  # (N, C)
         return logits.double().softmax(dim=-1)[:, c]  # (N,)
 
     return batched(predict)
+
+
+def pair_inputs(hf: HfModel, text: str, truncate: bool) -> Prepared:
+    """The inputs of a sentence pair ``first<TAB>second``, encoded as the tokenizer encodes pairs (token types too)."""
+    first, second = text.split("\t", 1)
+    limit = hf.max_positions
+    enc = hf.tokenizer(first, second, return_tensors="pt", **({"truncation": True, "max_length": limit} if truncate and limit else {}))
+    if limit is not None and enc["input_ids"].size(1) > limit:
+        raise AttnkitError(f"{hf.name}: the pair is {enc['input_ids'].size(1)} tokens, the model takes at most {limit} (--truncate cuts it)")
+    inputs = {k: v.to(hf.model.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}  # (1, S) each
+    return Prepared(inputs, hf.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), specials=set(hf.tokenizer.all_special_tokens))
 
 
 def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = False) -> Explained:
@@ -54,7 +68,7 @@ def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = Fals
 
     if hf.arch != "encoder":
         raise AttnkitError(f"{hf.name}: faithfulness explains a sequence classifier's class; this is a {hf.arch} model")
-    prep = prepare(hf, text, AttentionOptions(truncate=truncate))
+    prep = pair_inputs(hf, text, truncate) if "\t" in text else prepare(hf, text, AttentionOptions(truncate=truncate))
     collector = Collector(Discard(), flow=flow, output=("encoder", 0))
     with collecting(hf.model, hf.arch, collector), torch.inference_mode():
         logits = getattr(hf.model(**prep.inputs), "logits", None)
