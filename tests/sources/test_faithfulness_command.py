@@ -279,3 +279,13 @@ def test_a_sentence_pair_is_encoded_as_a_pair_and_both_texts_are_ranked(sharp_be
         masked[0, 8] = hf.tokenizer.mask_token_id  # "dog", the 7th ranked token
         without = float(hf.model(**{**enc, "input_ids": masked}).logits[0].double().softmax(-1)[c])
     assert o["p"] == pytest.approx(float(probs[c]), abs=1e-6) and o["scores"]["loo"][6] == pytest.approx(o["p"] - without, abs=1e-6)
+
+
+def test_a_text_the_model_cannot_take_is_named_by_file_and_number(hf_folder, tmp_path, capsys):
+    data = tmp_path / "a.txt"
+    data.write_text("the cat sat\n" + "the dog ran " * 20 + "\n", encoding="utf-8")  # 60 words: over the 32 positions
+    folder = hf_folder("bert")
+    assert main(["faithfulness", str(folder), "--data", str(data), "--out", str(tmp_path / "o"), "--methods", "random"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"attnkit: error: {data}, text 2: {folder}: the text is 62 tokens, the model takes at most 32 (--truncate cuts it)"
+    assert len(_lines(tmp_path / "o")) == 2  # the header and the first text, done before the error

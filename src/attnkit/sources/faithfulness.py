@@ -198,7 +198,10 @@ def run_faithfulness(loaded, source: str, data: str | Path, out: str | Path, set
     for i, text in enumerate(texts):
         if i in records:
             continue
-        records[i] = example_record(loaded, i, text, settings)
+        try:
+            records[i] = example_record(loaded, i, text, settings)
+        except AttnkitError as e:
+            raise type(e)(f"{data}, text {i + 1}: {e}") from None
         append_text(path, json.dumps(records[i]) + "\n")
         done += 1
         if progress is not None:
