@@ -261,6 +261,7 @@ def test_a_model_without_a_class_to_explain_is_refused_in_one_line(hf_folder, tm
     err = capsys.readouterr().err.strip().splitlines()
     want = "has no sequence-classification head" if name == "distilbert" else "this is a decoder model"
     assert len(err) == 1 and err[0].startswith(f"attnkit: error: {folder}: ") and want in err[0]
+    assert not (tmp_path / "o").exists()  # refused before any text, and before the progress file
 
 
 def test_a_sentence_pair_is_encoded_as_a_pair_and_both_texts_are_ranked(sharp_bert, tmp_path):

@@ -92,14 +92,19 @@ def embedding_removal(f: ScoreFn, x: Tensor) -> Callable[[Tensor], Tensor]:
     return batched(predict)
 
 
+def check_run(loaded) -> None:
+    """One line if the run's family gives no score to explain."""
+    if loaded.family.attribution is None:
+        raise AttnkitError(f"{loaded.folder}: a {loaded.family.name} run gives no score to explain (classifier and translation runs do)")
+
+
 def explain_run(loaded, text: str, flow: bool = False) -> list[Explained]:
     """Every output of `text` through an attnkit run: its class, or each output token of its hypothesis."""
     from attnkit.families.protocol import ExploreOptions
     from attnkit.sources.run import output_row
 
     family = loaded.family
-    if family.attribution is None:
-        raise AttnkitError(f"{loaded.folder}: a {family.name} run gives no score to explain (classifier and translation runs do)")
+    check_run(loaded)
     views = family.views(loaded, [text], ExploreOptions(loaded.run.decode.with_overrides(nbest=1)))[0]
     if not views:
         raise AttnkitError(f"{loaded.folder}: the model has no attention maps")

@@ -34,7 +34,7 @@ import torch
 from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness, leave_one_out, random_scores
 from attnkit.errors import AttnkitError, DataError
 from attnkit.io import append_text
-from attnkit.sources.explained import Explained, explain_run
+from attnkit.sources.explained import Explained, check_run, explain_run
 
 METHODS = ("attention", "rollout", "flow", "ixg", "ig", "loo", "random")
 EXAMPLES = "examples.jsonl"
@@ -62,6 +62,16 @@ def explain(loaded, text: str, settings: Settings) -> list[Explained]:
     from attnkit.sources.hf.explained import explain_hf
 
     return [explain_hf(loaded, text, flow, settings.truncate)]
+
+
+def check(loaded) -> None:
+    """One line, before any text, if the source has nothing the metrics can explain."""
+    if hasattr(loaded, "family"):
+        check_run(loaded)
+        return
+    from attnkit.sources.hf.explained import check_hf
+
+    check_hf(loaded)
 
 
 def method_scores(e: Explained, methods: Sequence[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
@@ -187,6 +197,7 @@ def run_faithfulness(loaded, source: str, data: str | Path, out: str | Path, set
     unknown = sorted(set(settings.methods) - set(METHODS))
     if unknown:
         raise AttnkitError(f"faithfulness: unknown methods {', '.join(unknown)} (known: {', '.join(METHODS)})")
+    check(loaded)
     texts = read_texts(data, settings.text_column, settings.text2_column)[:limit]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -62,18 +62,24 @@ def pair_inputs(hf: HfModel, text: str, truncate: bool) -> Prepared:
     return Prepared(inputs, hf.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), specials=set(hf.tokenizer.all_special_tokens))
 
 
+def check_hf(hf: HfModel) -> None:
+    """One line unless `hf` is an encoder with a sequence-classification head."""
+    if hf.arch != "encoder":
+        raise AttnkitError(f"{hf.name}: faithfulness explains a sequence classifier's class; this is a {hf.arch} model")
+    name = type(hf.model).__name__
+    if not name.endswith("ForSequenceClassification"):
+        raise AttnkitError(f"{hf.name}: {name} has no sequence-classification head (...ForSequenceClassification)")
+
+
 def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = False) -> Explained:
     """The predicted class of `text` through a sequence classifier (module docstring)."""
     from attnkit.sources.hf.attribute import score_function
 
-    if hf.arch != "encoder":
-        raise AttnkitError(f"{hf.name}: faithfulness explains a sequence classifier's class; this is a {hf.arch} model")
+    check_hf(hf)
     prep = pair_inputs(hf, text, truncate) if "\t" in text else prepare(hf, text, AttentionOptions(truncate=truncate))
     collector = Collector(Discard(), flow=flow, output=("encoder", 0))
     with collecting(hf.model, hf.arch, collector), torch.inference_mode():
-        logits = getattr(hf.model(**prep.inputs), "logits", None)
-    if logits is None or logits.dim() != 2:
-        raise AttnkitError(f"{hf.name}: {type(hf.model).__name__} has no sequence-classification head (...ForSequenceClassification)")
+        logits = hf.model(**prep.inputs).logits  # (1, C)
     collector.finish()
     probs = logits[0].double().softmax(dim=-1)  # (C,)
     c = int(probs.argmax())
