@@ -102,6 +102,12 @@ def tiny_rnn_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_sase_maker():
+    """`make(folder, **changes)`: a tiny sentence classifier run folder with `changes` to its model section (e.g. r=1)."""
+    return lambda folder, **changes: make_tiny_run(folder, {**TINY_SASE, **changes})
+
+
+@pytest.fixture(scope="session")
 def tiny_sase_run(tmp_path_factory) -> Path:
     return make_tiny_run(tmp_path_factory.mktemp("runs") / "tiny-sase", TINY_SASE)
 

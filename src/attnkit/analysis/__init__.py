@@ -9,6 +9,8 @@
 - `importance`: head importance from the gradient of the loss with respect to a head mask, the
   pruning order and the pruning curve (Michel et al. 2019).
 - `correlation`: Kendall's tau-b between an attention-derived score and an attribution.
+- `faithfulness`: ERASER comprehensiveness and sufficiency (AOPC), the deletion curve and leave-one-out of a
+  token ranking (DeYoung et al. 2020; `attnkit faithfulness`).
 
 Every function takes plain tensors (per-layer attention weights `(H, Tq, Tk)`, token lists, callables)
 and never a model family, so attnkit runs and other models' attention use the same code.

@@ -1,4 +1,5 @@
-"""`attnkit heads`: what each head looks at over a text file (docs/analysis.md).
+"""`attnkit heads`: what each head looks at over a text file; `attnkit faithfulness`: is attention an
+explanation, over a data set (docs/analysis.md).
 
 Generic over families: it asks the run's family for its attention views (as `plot` does) and
 keeps those of the self-attention kinds (`SELF_ATTENTION`: a translation's or parser's `encoder`
@@ -58,6 +59,50 @@ def cmd_heads(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_faithfulness(args: argparse.Namespace) -> int:
+    from attnkit.progress import counter
+    from attnkit.sources.faithfulness import METHODS, Settings, run_faithfulness
+    from attnkit.sources.page import open_source
+
+    settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
+                        text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
+    loaded = open_source(args.source, args.checkpoint)
+    with counter(0, "faithfulness", unit="text") as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        doc = run_faithfulness(loaded, args.source, args.data, args.out, settings, args.limit, progress)
+    out = Path(args.out)
+    print(f"wrote {out / 'faithfulness.json'}, {out / 'faithfulness.md'} and {out / 'deletion.png'}: "
+          f"{doc['run']['examples']} texts, {doc['outputs']} outputs, {len(doc['methods'])} rankings")  # fmt: skip
+    return 0
+
+
+def add_faithfulness(sub: argparse._SubParsersAction) -> None:
+    from attnkit.sources.faithfulness import METHODS
+
+    p = sub.add_parser(
+        "faithfulness",
+        help="is attention an explanation? ERASER comprehensiveness/sufficiency, deletion curves and Kendall tau over a data set",
+        description="Rank each text's tokens by every layer's attention, rollout, flow, input x gradient, integrated gradients, "
+        "leave-one-out and a random ranking, remove the top-ranked tokens and measure the output's probability "
+        "(DeYoung et al. 2020; docs/analysis.md). Resumable: run it again with the same --out.",
+    )
+    p.add_argument("source", help="an attnkit run folder (classifier or translation), or a Hugging Face sequence classifier (folder or hub id)")
+    p.add_argument("--data", required=True, help="TSV/CSV/JSONL with a text column (a label column is not needed), or a text file, one example a line")
+    p.add_argument("--out", required=True, help="folder for examples.jsonl (the progress), faithfulness.json, faithfulness.md and deletion.png")
+    p.add_argument("--limit", type=positive_int, help="the first N texts only")
+    p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS), help="the rankings (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random ranking (default 0)")
+    p.add_argument("--text-column", default="text", help="the text's column in TSV/CSV/JSONL (default: text)")
+    p.add_argument("--text2-column", help="the second text's column, for sentence pairs")
+    p.add_argument("--truncate", action="store_true", help="Hugging Face models: cut a text longer than the model's positions")
+    add_checkpoint(p)
+    p.set_defaults(func=cmd_faithfulness)
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "heads",
@@ -73,3 +118,4 @@ def add(sub: argparse._SubParsersAction) -> None:
     add_checkpoint(p)
     add_dtype(p)
     p.set_defaults(func=cmd_heads)
+    add_faithfulness(sub)

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attnkit.data.text import iter_jsonl, iter_text_lines
+from attnkit.data.text import iter_jsonl, iter_text_lines, read_lines
 from attnkit.errors import DataError
 
 TABLE_SUFFIXES = ("csv", "tsv", "jsonl", "json")
@@ -136,3 +136,20 @@ def _array_rows(path: str | Path) -> Iterator[tuple[str, Row]]:
         if not isinstance(item, dict):
             raise DataError(f"{path}, item {number}: expected a JSON object, got {type(item).__name__}")
         yield f"{path}, item {number}", item
+
+
+def read_texts(path: str | Path, text_column: str = "text", text2_column: str | None = None) -> list[str]:
+    """The input texts of a data set: a table's `text_column` (other columns, a label among them, are not
+    read), or every non-blank line of any other file. With `text2_column` (sentence pairs) each text is
+    ``text<TAB>text2``, as the classifiers read a pair.
+
+    Raises:
+        DataError: as `read_lines` and `iter_rows` (file and line), an empty text, or no text at all.
+    """
+    if not table_kind(path):
+        return [line for line in read_lines(path) if line]
+    columns = [c for c in (text_column, text2_column) if c is not None]
+    texts = ["\t".join(cell(row, c, where) for c in columns) for where, row in iter_rows(path, columns)]
+    if not texts:
+        raise DataError(f"{path}: no texts")
+    return texts

@@ -1,0 +1,128 @@
+"""One output of one input, ready for the faithfulness metrics: its tokens, p(y | x), how to take tokens
+away, the rows of attention it reads, and the score its attributions explain.
+
+`explain_run` (and `sources.hf.explained.explain_hf`) give an `Explained` per output a source explains: one for a classifier
+(the class it predicts), one per output token for a translation run (output t of the hypothesis the
+explorer shows, teacher-forced). The attention rows come from the same `Collector` as `attnkit
+attention`'s npz (`sources.collect`, `compared`): that output's row of each layer's head mean
+(`<kind>/layer<l>`), of `rollout` and of `flow` (a classifier's hops: the mean of the hops).
+
+How a token is taken away (`Explained.predict`), and why:
+
+- attnkit runs: its embedding (what the family's `Family.attribution` score replaces) is set to zeros,
+  the token itself staying in place. Zeros are the baseline integrated gradients starts from, so the
+  removals and the attributions agree on what "absent" means; in a sentence classifier they are also
+  the embedding of `<pad>` (its row is kept at zero), the model's own "nothing here". The families'
+  scores are log-probabilities, so p(y | x') = exp f(x'). Positions stay where they were.
+- Hugging Face classifiers (`sources.hf.explained`): the token is replaced by the tokenizer's mask
+  token (`[MASK]`; `<unk>` when it has none), the input the model was pretrained to read as "a word is
+  missing here". Deleting it instead (as ERASER's BERT pipeline does) would move every later token to
+  another position and, for the whole input removed, leave `[CLS] [SEP]`, a text the classifier never
+  saw; special tokens (`[CLS]`, `[SEP]`) are never ranked and never removed.
+
+Either way the input keeps its length, so every removal of a ranking is one batch of one shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attnkit.errors import AttnkitError
+from attnkit.sources.collect import Collector
+
+ScoreFn = Callable[[Tensor], Tensor]
+BATCH = 32  # removals per forward pass: a long input's leave-one-out is T copies of it
+
+
+@dataclass
+class Explained:
+    """One explained output (module docstring)."""
+
+    tokens: list[str]  # the T tokens that are ranked and removed
+    label: str  # what is explained: "class 1 (pos)", "output 2 'Hund'"
+    p: float  # p(y | x)
+    predict: Callable[[Tensor], Tensor]  # keep (N, T) bool -> p(y | the kept tokens) (N,)
+    attention: dict[str, Tensor]  # name -> (T,): the output's row of each layer, rollout, flow
+    f: ScoreFn  # embeddings (N, T_x, D) -> the score attributed (N,)
+    x: Tensor  # (T_x, D) the input's embeddings
+    positions: list[int]  # the rows of x (and of the attention rows) that are the T tokens
+
+
+class Discard:
+    """A writer for a `Collector` whose maps are not kept (only its `compared` rows are used)."""
+
+    def add(self, name: str, array: object) -> None:
+        pass
+
+
+def batched(predict: Callable[[Tensor], Tensor], size: int = BATCH) -> Callable[[Tensor], Tensor]:
+    """`predict` over keep (N, T), each distinct mask computed once for the output (the methods share the input
+    with every token and the one with none, and short inputs many more), in forward passes of at most `size`
+    inputs: (N,) on the CPU in float64."""
+    known: dict[bytes, float] = {}
+
+    def run(keep: Tensor) -> Tensor:
+        keep = keep.detach().cpu()
+        keys = [row.numpy().tobytes() for row in keep]
+        first: dict[bytes, int] = {}  # each new mask's first row
+        for i, k in enumerate(keys):
+            if k not in known:
+                first.setdefault(k, i)
+        new = list(first)
+        for i in range(0, len(new), size):
+            rows = keep[[first[k] for k in new[i : i + size]]]  # (n, T)
+            known.update(zip(new[i : i + size], predict(rows).detach().to("cpu", torch.float64).tolist()))
+        return torch.tensor([known[k] for k in keys], dtype=torch.float64)  # (N,)
+
+    return run
+
+
+def embedding_removal(f: ScoreFn, x: Tensor) -> Callable[[Tensor], Tensor]:
+    """keep (N, T) -> exp f(x with the rows where keep is False set to 0) (N,): the runs' removal (module docstring)."""
+
+    def predict(keep: Tensor) -> Tensor:
+        e = x.unsqueeze(0) * keep.to(x.device, x.dtype).unsqueeze(-1)  # (N, T, D)
+        with torch.no_grad():
+            return f(e).double().exp()  # (N,)
+
+    return batched(predict)
+
+
+def check_run(loaded) -> None:
+    """One line if the run's family gives no score to explain."""
+    if loaded.family.attribution is None:
+        raise AttnkitError(f"{loaded.folder}: a {loaded.family.name} run gives no score to explain (classifier and translation runs do)")
+
+
+def explain_run(loaded, text: str, flow: bool = False) -> list[Explained]:
+    """Every output of `text` through an attnkit run: its class, or each output token of its hypothesis."""
+    from attnkit.families.protocol import ExploreOptions
+    from attnkit.sources.run import output_row
+
+    family = loaded.family
+    check_run(loaded)
+    views = family.views(loaded, [text], ExploreOptions(loaded.run.decode.with_overrides(nbest=1)))[0]
+    if not views:
+        raise AttnkitError(f"{loaded.folder}: the model has no attention maps")
+    cross = next((v for v in views if v.kind == "cross"), None)
+    outputs = [None] if cross is None else list(range(len(cross.rows)))
+    explained = []
+    for output in outputs:
+        row = output_row(views, output)
+        collector = Collector(Discard(), flow=flow, output=row)
+        for view in views:
+            for weights in view.layers:  # (H, Tq, Tk)
+                collector(view.kind, weights)
+        collector.finish()
+        tokens = next(v.cols for v in views if v.kind == row[0])
+        f, x, label = family.attribution(loaded, text, output)
+        if x.size(0) != len(tokens):
+            raise AttnkitError(f"{loaded.folder}: the score reads {x.size(0)} input positions, the attention {len(tokens)}")
+        predict = embedding_removal(f, x)
+        p = float(predict(torch.ones(1, len(tokens), dtype=torch.bool))[0])
+        explained.append(Explained(list(tokens), label, p, predict, dict(collector.compared), f, x, list(range(len(tokens)))))
+    return explained

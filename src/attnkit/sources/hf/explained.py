@@ -1,0 +1,93 @@
+"""The predicted class of a Hugging Face sequence classifier, ready for the faithfulness metrics
+(`sources.explained`, whose docstring says how tokens are removed and why: the mask token).
+
+One forward pass gives p(c | x) for the predicted class c and, through the attention hooks
+(`hf.collect.collecting`) and a `Collector`, row 0 ([CLS], `<s>`: what BERT-style heads pool) of
+each layer's head mean, of the rollout and of the flow. The attributions score c's logit
+(`hf.attribute.score_function`). The ranked tokens are the input's tokens but its special ones; a
+sentence pair (``first<TAB>second``, `--text2-column`) is encoded as the tokenizer encodes pairs, and the
+tokens of both texts are ranked.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from attnkit.errors import AttnkitError
+from attnkit.sources.collect import Collector
+from attnkit.sources.explained import Discard, Explained, batched
+from attnkit.sources.hf.collect import collecting
+from attnkit.sources.hf.inputs import Prepared, prepare
+from attnkit.sources.hf.load import HfModel
+from attnkit.sources.options import AttentionOptions
+
+
+def mask_id(hf: HfModel) -> int:
+    """The id that stands for a removed token: the mask token, else the unknown token."""
+    tok = hf.tokenizer
+    found = tok.mask_token_id if tok.mask_token_id is not None else tok.unk_token_id
+    if found is None:
+        raise AttnkitError(f"{hf.name}: the tokenizer has no mask or unknown token to stand for a removed token")
+    return found
+
+
+def masked_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
+    """keep (N, T) -> p(c | the input with the tokens at `positions` where keep is False masked) (N,)."""
+    ids = prep.inputs["input_ids"]  # (1, S)
+    replacement = mask_id(hf)
+
+    def predict(keep: Tensor) -> Tensor:
+        n = keep.size(0)
+        batch = ids.expand(n, -1).clone()  # (N, S)
+        removed = torch.zeros_like(batch, dtype=torch.bool)  # (N, S)
+        removed[:, positions] = ~keep.to(batch.device)
+        batch[removed] = replacement
+        inputs = {k: v.expand(n, -1) for k, v in prep.inputs.items()}  # (N, S) each: the attention mask, token types
+        with torch.inference_mode():
+            logits = hf.model(**{**inputs, "input_ids": batch}).logits  # (N, C)
+        return logits.double().softmax(dim=-1)[:, c]  # (N,)
+
+    return batched(predict)
+
+
+def pair_inputs(hf: HfModel, text: str, truncate: bool) -> Prepared:
+    """The inputs of a sentence pair ``first<TAB>second``, encoded as the tokenizer encodes pairs (token types too)."""
+    first, second = text.split("\t", 1)
+    limit = hf.max_positions
+    enc = hf.tokenizer(first, second, return_tensors="pt", **({"truncation": True, "max_length": limit} if truncate and limit else {}))
+    if limit is not None and enc["input_ids"].size(1) > limit:
+        raise AttnkitError(f"{hf.name}: the pair is {enc['input_ids'].size(1)} tokens, the model takes at most {limit} (--truncate cuts it)")
+    inputs = {k: v.to(hf.model.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}  # (1, S) each
+    return Prepared(inputs, hf.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), specials=set(hf.tokenizer.all_special_tokens))
+
+
+def check_hf(hf: HfModel) -> None:
+    """One line unless `hf` is an encoder with a sequence-classification head."""
+    if hf.arch != "encoder":
+        raise AttnkitError(f"{hf.name}: faithfulness explains a sequence classifier's class; this is a {hf.arch} model")
+    name = type(hf.model).__name__
+    if not name.endswith("ForSequenceClassification"):
+        raise AttnkitError(f"{hf.name}: {name} has no sequence-classification head (...ForSequenceClassification)")
+
+
+def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = False) -> Explained:
+    """The predicted class of `text` through a sequence classifier (module docstring)."""
+    from attnkit.sources.hf.attribute import score_function
+
+    check_hf(hf)
+    prep = pair_inputs(hf, text, truncate) if "\t" in text else prepare(hf, text, AttentionOptions(truncate=truncate))
+    collector = Collector(Discard(), flow=flow, output=("encoder", 0))
+    with collecting(hf.model, hf.arch, collector), torch.inference_mode():
+        logits = hf.model(**prep.inputs).logits  # (1, C)
+    collector.finish()
+    probs = logits[0].double().softmax(dim=-1)  # (C,)
+    c = int(probs.argmax())
+    specials = set(hf.tokenizer.all_special_ids)
+    positions = [i for i, t in enumerate(prep.inputs["input_ids"][0].tolist()) if t not in specials]
+    if not positions:
+        raise AttnkitError(f"{hf.name}: the text {text!r} has no tokens but special ones")
+    f, x, label = score_function(hf, prep, c)
+    attention = {name: row[positions] for name, row in collector.compared.items()}  # (T,) each
+    tokens = [prep.tokens[i] for i in positions]
+    return Explained(tokens, label, float(probs[c]), masked_predict(hf, prep, positions, c), attention, f, x, positions)
