@@ -6,10 +6,10 @@ import sys
 
 import pytest
 import torch
-from benchmark_scripts import load_benchmark
 
 from attnkit.analysis.flow import SCALE_RANGE, attention_flow, integer_capacities
 from attnkit.errors import AttnkitError
+from benchmark_scripts import load_benchmark
 
 pytest.importorskip("scipy")
 pytest.importorskip("networkx")
