@@ -7,10 +7,11 @@ target where it set one (`target_s`):
 - `explained row`: the flow of one row (query 0, what a classifier's [CLS] reads) of a 128-token,
   12-layer input (target 2 s);
 - `every row`: all rows of a 64-token, 12-layer input (target 15 s);
-- `report --flow` and `report --flow all`: `attnkit report FOLDER TEXT --flow [all] --out F.html` in a
-  fresh process, end to end (start, load, forward pass, flow, page), on a random-weight 8-layer, 8-head
-  BERT (hidden 512, as BERT-medium) built here from a `BertConfig`, with a WordPiece tokenizer built by
-  `tokenizers`, saved with `save_pretrained`; a 52-token input (target 10 s for `--flow`);
+- `report --flow`, `report --flow all` and `report` (no flow, what the rest of the command costs):
+  `attnkit report FOLDER TEXT [--flow [all]] --out F.html` in a fresh process, end to end (start,
+  imports, load, forward pass, flow, page), on a random-weight 8-layer, 8-head BERT classifier (hidden
+  512, as BERT-medium) built here from a `BertConfig`, with a WordPiece tokenizer built by `tokenizers`,
+  saved with `save_pretrained`; a 52-token input (target 10 s for `--flow`);
 - `networkx baseline`: on the graph of the explained row of a 32-token, 12-layer input, the networkx
   definition attnkit had before (`networkx_flow`: `nx.maximum_flow_value` per (query, token) pair) and
   scipy's, one after the other in this run: both times, their ratio `speedup` and the largest difference;
@@ -128,11 +129,12 @@ def text_of(tokens: int) -> str:
 
 
 def report_case(folder: Path, flow: list[str], target: float | None, repeat: int) -> dict:
+    """`attnkit report` with `flow` (e.g. ["--flow"], ["--flow", "all"], [] for none) in a fresh process."""
     out = folder.parent / "report.html"
-    cmd = [sys.executable, "-m", "attnkit", "report", str(folder), text_of(52), "--flow", *flow, "--out", str(out)]
+    cmd = [sys.executable, "-m", "attnkit", "report", str(folder), text_of(52), *flow, "--out", str(out)]
     head = stamp()
     seconds, runs, _ = timed(lambda: subprocess.run(cmd, check=True, capture_output=True), repeat)
-    case = {"case": f"report --flow{''.join(' ' + f for f in flow)}", "tokens": 52, "layers": 8, "heads": 8, "hidden": 512}
+    case = {"case": " ".join(["report", *flow]), "tokens": 52, "layers": 8, "heads": 8, "hidden": 512}
     return {**case, "seconds": round(seconds, 3), "runs": runs, "target_s": target, **head}
 
 
@@ -167,8 +169,9 @@ def main() -> None:
     emit(flow_case("every row", 64, 12, None, 15.0, args.repeat))
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_bert(Path(tmp) / "bert")
-        emit(report_case(folder, [], 10.0, args.repeat))
-        emit(report_case(folder, ["all"], None, args.repeat))
+        emit(report_case(folder, ["--flow"], 10.0, args.repeat))
+        emit(report_case(folder, ["--flow", "all"], None, args.repeat))
+        emit(report_case(folder, [], None, args.repeat))
     for record in baseline_case(32, 12, args.repeat):
         emit(record)
     with atomic_path(args.out) as tmp_path:
