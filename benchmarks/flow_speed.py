@@ -7,6 +7,7 @@ target where it set one (`target_s`):
 - `explained row`: the flow of one row (query 0, what a classifier's [CLS] reads) of a 128-token,
   12-layer input (target 2 s);
 - `every row`: all rows of a 64-token, 12-layer input (target 15 s);
+- `explained row` and `every row` of a 52-token, 8-layer input: the flow's own part of the next cases;
 - `report --flow`, `report --flow all` and `report` (no flow, what the rest of the command costs):
   `attnkit report FOLDER TEXT [--flow [all]] --out F.html` in a fresh process, end to end (start,
   imports, load, forward pass, flow, page), on a random-weight 8-layer, 8-head BERT classifier (hidden
@@ -95,7 +96,7 @@ def stamp() -> dict:
     return {"cpu": cpu_model(), "load_1min": round(os.getloadavg()[0], 2), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
-def flow_case(name: str, tokens: int, layers: int, queries: list[int] | None, target: float, repeat: int) -> dict:
+def flow_case(name: str, tokens: int, layers: int, queries: list[int] | None, target: float | None, repeat: int) -> dict:
     mats = random_layers(tokens, layers)
     head = stamp()
     seconds, runs, _ = timed(lambda: attention_flow(mats, queries=queries), repeat)
@@ -167,6 +168,8 @@ def main() -> None:
 
     emit(flow_case("explained row", 128, 12, [0], 2.0, args.repeat))
     emit(flow_case("every row", 64, 12, None, 15.0, args.repeat))
+    emit(flow_case("explained row", 52, 8, [0], None, args.repeat))
+    emit(flow_case("every row", 52, 8, None, None, args.repeat))
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_bert(Path(tmp) / "bert")
         emit(report_case(folder, ["--flow"], 10.0, args.repeat))
