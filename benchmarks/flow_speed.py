@@ -12,7 +12,8 @@ target where it set one (`target_s`):
   `attnkit report FOLDER TEXT [--flow [all]] --out F.html` in a fresh process, end to end (start,
   imports, load, forward pass, flow, page), on a random-weight 8-layer, 8-head BERT classifier (hidden
   512, as BERT-medium) built here from a `BertConfig`, with a WordPiece tokenizer built by `tokenizers`,
-  saved with `save_pretrained`; a 52-token input (target 10 s for `--flow`);
+  saved with `save_pretrained`; a 52-token input (target 10 s for `--flow`); the three take turns in
+  each repeat;
 - `networkx baseline`: on the graph of the explained row of a 32-token, 12-layer input, the networkx
   definition attnkit had before (`networkx_flow`: `nx.maximum_flow_value` per (query, token) pair) and
   scipy's, one after the other in this run: both times, their ratio `speedup` and the largest difference;
@@ -129,14 +130,24 @@ def text_of(tokens: int) -> str:
     return " ".join(WORDS[i % len(WORDS)] for i in range(tokens - 2))
 
 
-def report_case(folder: Path, flow: list[str], target: float | None, repeat: int) -> dict:
-    """`attnkit report` with `flow` (e.g. ["--flow"], ["--flow", "all"], [] for none) in a fresh process."""
+REPORTS = ((["--flow"], 10.0), (["--flow", "all"], None), ([], None))  # report's flow options, and the target
+
+
+def report_cases(folder: Path, repeat: int) -> list[dict]:
+    """`attnkit report` with each of REPORTS in a fresh process, taking turns in every repeat (so that
+    they share whatever else the CPU is doing)."""
     out = folder.parent / "report.html"
-    cmd = [sys.executable, "-m", "attnkit", "report", str(folder), text_of(52), *flow, "--out", str(out)]
     head = stamp()
-    seconds, runs, _ = timed(lambda: subprocess.run(cmd, check=True, capture_output=True), repeat)
-    case = {"case": " ".join(["report", *flow]), "tokens": 52, "layers": 8, "heads": 8, "hidden": 512}
-    return {**case, "seconds": round(seconds, 3), "runs": runs, "target_s": target, **head}
+    runs: list[list[float]] = [[] for _ in REPORTS]
+    for _ in range(repeat):
+        for i, (flow, _target) in enumerate(REPORTS):
+            cmd = [sys.executable, "-m", "attnkit", "report", str(folder), text_of(52), *flow, "--out", str(out)]
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            runs[i].append(time.perf_counter() - start)
+    shape = {"tokens": 52, "layers": 8, "heads": 8, "hidden": 512}
+    return [{"case": " ".join(["report", *flow]), **shape, "seconds": round(statistics.median(r), 3), "runs": [round(x, 3) for x in r],
+             "target_s": target, **head} for (flow, target), r in zip(REPORTS, runs)]  # fmt: skip
 
 
 def baseline_case(tokens: int, layers: int, repeat: int) -> list[dict]:
@@ -172,9 +183,8 @@ def main() -> None:
     emit(flow_case("every row", 52, 8, None, None, args.repeat))
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_bert(Path(tmp) / "bert")
-        emit(report_case(folder, ["--flow"], 10.0, args.repeat))
-        emit(report_case(folder, ["--flow", "all"], None, args.repeat))
-        emit(report_case(folder, [], None, args.repeat))
+        for record in report_cases(folder, args.repeat):
+            emit(record)
     for record in baseline_case(32, 12, args.repeat):
         emit(record)
     with atomic_path(args.out) as tmp_path:

@@ -28,10 +28,10 @@ moves by at most that times the number of edges of a minimum cut (of either capa
 1e-6 while such a cut has fewer than 2,000 edges (the cut around the source has T). In the
 test's cases the results differ from networkx's by less than their own float32 rounding (1e-7).
 
-Dinic rather than Edmonds-Karp (scipy offers both): Edmonds-Karp augments one shortest path per
-breadth-first search of the whole graph, and with capacities of 2^30 a flow from one token splits
-over thousands of paths; Dinic augments every shortest path of one length per search (a blocking
-flow). benchmarks/flow_speed.py measures both on the same graph.
+Dinic rather than Edmonds-Karp (scipy offers both, with the same values): Edmonds-Karp augments one
+shortest path per breadth-first search of the whole graph, and through dense attention a flow
+spreads over many paths; Dinic augments every shortest path of one length per search (a blocking
+flow). benchmarks/flow_speed.py measures both on the same graph (docs/analysis.md has the figures).
 
 Each maximum flow runs on the graph seen from its source: the edges out of the nodes (L, q) reaches
 (through edges of capacity > 0), so the other last-layer positions and, with causal attention, the
