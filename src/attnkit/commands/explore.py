@@ -197,12 +197,13 @@ def _add_engine(p: argparse.ArgumentParser, families: dict) -> None:
 
 
 def _add_source_arguments(p: argparse.ArgumentParser) -> None:
+    from attnkit.sources.options import FLOW_HELP, FLOWS
     from attnkit.sources.page import MAX_CELLS
 
     p.add_argument("--target", help="Hugging Face encoder-decoder models: the target to attend over (default: the model's greedy output)")
     p.add_argument("--image", help="Hugging Face vision models: the image file")
     p.add_argument("--truncate", action="store_true", help="Hugging Face models: cut a text longer than the model's positions")
-    p.add_argument("--flow", action="store_true", help="also attention flow (slow: a maximum flow per query and token)")
+    p.add_argument("--flow", nargs="?", const="explained", choices=FLOWS, help=FLOW_HELP)
     p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights a page may hold (default {MAX_CELLS:,})")
 
 

@@ -37,7 +37,9 @@ class AttentionRequest(BaseModel):
     text: str = Field(description="the input text")
     target: str | None = Field(None, description="encoder-decoder models: the target to attend over (default: the model's own output)")
     words: bool = Field(False, description="merge subword pieces into words")
-    flow: bool = Field(False, description="also attention flow (slow)")
+    flow: bool | Literal["explained", "all"] = Field(
+        False, description='attention flow: true or "explained", the explained output\'s row; "all", every row (slow)'
+    )
     attribute: list[Literal["ixg", "ig"]] = Field([], description="attributions of one output and their Kendall tau with attention (translation runs too)")
     output: int | None = Field(None, ge=0, description="with attribute: a class, a next-token id or a target position (default: the model's own)")
 

@@ -9,28 +9,36 @@ what the summaries need:
   holds one (T, T) matrix, never the layers. For an encoder-decoder model `rollout` is the last
   decoder layer's cross attention composed with the encoder's rollout, C R_enc (T_tgt, S)
   (`cross_rollout`), and `rollout_encoder` the encoder's own (S, S).
-- `flow` (only when asked: T^2 maximum-flow problems) keeps each layer's head mean (T, T) and runs
-  `attnkit.analysis.flow.attention_flow` at the end, over the same kind as the rollout.
+- `flow` (only when asked) keeps each layer's head mean (T, T) and runs `attnkit.analysis.flow.attention_flow`
+  at the end, over the same kind as the rollout, for the rows `flow` names: "explained" (`--flow`), the
+  row of the explained output (`output`, below) when it is a query row of that kind (a classifier's
+  first token, a language model's last position; with words, the pieces of its word, merged), else
+  every row (an encoder-decoder model's output reads every encoder row through cross attention, c_t F_enc;
+  a mean over rows needs them all); "all" (`--flow all`), every row, T^2 maximum flows, with a progress
+  bar (`attnkit.progress.counter`) when there is more than one row. `flow` (Q, T) holds the rows
+  computed, `flow/rows` (Q,) which query rows (as written) they are.
 
 With word groups (`--words`), each layer is written with its pieces merged into words
 (`viz.words.merge_matrix`) while rollout and flow are computed on the pieces and merged at the end.
 
-With `output` = (kind, row), the collector also keeps what the attributions of one output are
-compared with (`sources.agreement`): row `row` of each layer of `kind` (head mean, as written), of
-`rollout`, and of `flow` (for an encoder-decoder model, that cross-attention row of the last layer
-composed with the encoder's flow, c_t F_enc, as `rollout` is c_t R_enc); `finish` leaves them in
-`compared`, name -> (S,). A row of None averages the rows (a classifier's hops: one output for all of
-them).
+`output` = (kind, row) is the output being explained and the query row it is read at (as written).
+The collector keeps what the attributions of that output are compared with (`sources.agreement`):
+row `row` of each layer of `kind` (head mean, as written), of `rollout`, and of `flow` (for an
+encoder-decoder model, that cross-attention row of the last layer composed with the encoder's flow,
+c_t F_enc, as `rollout` is c_t R_enc); `finish` leaves them in `compared`, name -> (S,). A row of
+None averages the rows (a classifier's hops: one output for all of them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
+from attnkit import extras
 from attnkit.analysis.rollout import head_mean, with_residual
 from attnkit.sources.npz import NpzWriter
 from attnkit.viz.words import merge_matrix
@@ -51,15 +59,20 @@ class Collector:
     """Receives (kind, weights (H, Tq, Tk)) layer by layer; `finish` writes rollout (and flow)."""
 
     writer: NpzWriter
-    flow: bool = False
+    flow: str | None = None  # which rows of attention flow: "explained", "all" (`options.FLOWS`), None: no flow
     words: dict[str, Groups] = field(default_factory=dict)  # kind -> its word groups (empty: pieces)
     layers: dict[str, int] = field(default_factory=dict)  # kind -> layers written
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # kind -> (H, Tq, Tk) of its latest layer
-    output: tuple[str, int | None] | None = None  # (kind, query row as written; None: every row averaged) of the attributed output
+    output: tuple[str, int | None] | None = None  # (kind, query row as written; None: every row averaged) of the explained output
     compared: dict[str, Tensor] = field(default_factory=dict)  # name -> (S,): that row per layer, of rollout and flow
+    flow_rows: list[int] = field(default_factory=list)  # the query rows (as written) of `flow`, once finished
     _rollout: Tensor | None = None  # (T, T): A'_l ... A'_1 of the self kind so far
     _cross: Tensor | None = None  # (T_tgt, S): the head mean of the latest cross-attention layer
     _means: list[Tensor] = field(default_factory=list)  # (1, T, T) per self layer, for flow
+
+    def __post_init__(self) -> None:
+        if self.flow:
+            extras.require("attention flow (--flow)", "scipy")  # before the forward pass
 
     def __call__(self, kind: str, weights: Tensor) -> None:
         weights = weights.detach().to("cpu", torch.float32)  # (H, Tq, Tk)
@@ -102,13 +115,30 @@ class Collector:
             written.append("rollout")
         flow = None
         if self.flow:
-            from attnkit.analysis.flow import attention_flow
-
-            flow = self._merged(attention_flow(self._means), self_kind, self_kind)  # (T, T)
+            flow = self._flow(self_kind)  # (Q, T)
             self.writer.add("flow", flow.numpy())
+            self.writer.add("flow/rows", torch.tensor(self.flow_rows).numpy())
             written.append("flow")
         self._compare(rollout, flow, cross)
         return written
+
+    def _flow(self, self_kind: str) -> Tensor:
+        """Attention flow of the rows `flow` asks for (module docstring), merged into words if asked; sets `flow_rows`."""
+        from attnkit.analysis.flow import attention_flow
+        from attnkit.progress import counter
+
+        groups = self.words.get(self_kind)
+        kind, row = self.output or (None, None)
+        if self.flow == "all" or kind != self_kind or row is None:  # every row
+            pieces, row_groups = None, (None if groups is None else groups.rows)
+            self.flow_rows = list(range(len(groups.rows) if groups else self._means[0].size(-1)))
+        else:  # the explained row: its word's pieces, averaged into one row
+            pieces = list(groups.rows[row]) if groups else [row]
+            row_groups, self.flow_rows = [list(range(len(pieces)))], [row]
+        n = self._means[0].size(-1) if pieces is None else len(pieces)
+        with counter(n, "attention flow", unit="row") if n > 1 else nullcontext() as bar:
+            flow = attention_flow(self._means, queries=pieces, progress=None if bar is None else bar.update)  # (P, T)
+        return flow if groups is None else merge_matrix(flow, row_groups, groups.cols)  # (Q, W)
 
     def _compare(self, rollout: Tensor, flow: Tensor | None, cross: bool) -> None:
         """`compared`'s rollout and flow rows of the output (module docstring)."""
@@ -118,8 +148,11 @@ class Collector:
         self.compared["rollout"] = self._row(rollout)  # (S,)
         if flow is not None:
             last = self.compared[f"{kind}/layer{self.layers[kind]}"]  # (S,): the last layer's row
-            self.compared["flow"] = last @ flow if cross else self._row(flow)  # (S,)
+            self.compared["flow"] = last @ flow if cross else self._row(flow, self.flow_rows)  # (S,)
 
-    def _row(self, m: Tensor) -> Tensor:
-        """(Tq, Tk) -> (Tk,): the output's row, or the mean of the rows (`output` row None)."""
-        return m.mean(dim=0) if self.output[1] is None else m[self.output[1]]  # (Tk,)
+    def _row(self, m: Tensor, rows: Sequence[int] | None = None) -> Tensor:
+        """(Tq, Tk) -> (Tk,): the output's row, or the mean of the rows (`output` row None); `rows`: the query
+        rows that m's rows are (default: all of them, in order)."""
+        if self.output[1] is None:
+            return m.mean(dim=0)  # (Tk,)
+        return m[self.output[1] if rows is None else list(rows).index(self.output[1])]  # (Tk,)

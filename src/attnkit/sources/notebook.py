@@ -41,10 +41,11 @@ class Explorer:
 
 
 def show(source: Any, text: str | None = None, *, target: str | None = None, image: str | None = None, truncate: bool = False,
-         words: bool = False, flow: bool = False, attribute: tuple[str, ...] = (), output: int | None = None,
+         words: bool = False, flow: bool | str = False, attribute: tuple[str, ...] = (), output: int | None = None,
          max_cells: int = MAX_CELLS, checkpoint: str = "best", height: int = 720) -> Explorer:  # fmt: skip
     """The explorer page of `text` through `source`: a run folder, a Hugging Face model folder or hub
-    id (or one already loaded by `attnkit.sources.page.open_source`)."""
+    id (or one already loaded by `attnkit.sources.page.open_source`). `flow`: True (the explained output's
+    row) or "all" (every row), as `--flow`."""
     loaded = open_source(source, checkpoint) if isinstance(source, str | Path) else source
     options = AttentionOptions(target=target, image=image, truncate=truncate, words=words, flow=flow, attribute=tuple(attribute),
                                output=output, checkpoint=checkpoint)  # fmt: skip

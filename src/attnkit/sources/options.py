@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnkit.errors import AttnkitError
+
 METHODS = ("ixg", "ig")  # input x gradient, integrated gradients (attnkit.analysis.attribution)
+# Which rows of attention flow (`--flow [all]`): the explained output's row (a classifier's first token, a language
+# model's last position; an encoder-decoder output reads every encoder row through cross attention), or every row.
+FLOWS = ("explained", "all")
+FLOW_HELP = ("also attention flow: of the explained output's row (default: a classifier's first token, a language model's last "
+             "position; an encoder-decoder model's output needs every encoder row), or `--flow all`: every row (T^2 maximum flows)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -15,8 +22,14 @@ class AttentionOptions:
     image: str | None = None  # vision models (and caption runs): the image file
     truncate: bool = False  # cut an input longer than the model's positions (else: an error)
     words: bool = False  # merge subword pieces into words
-    flow: bool = False  # attention flow (slow: T^2 maximum flows)
+    flow: bool | str | None = None  # attention flow: True or "explained" (the explained output's row), "all" (every row); held as FLOWS or None
     attribute: tuple[str, ...] = ()  # attribution methods, from METHODS
     output: int | None = None  # which output to attribute: a class, or an output position (None: the model's choice)
     max_new_tokens: int | None = None  # encoder-decoder: the longest greedy output (None: 2 x input + 10)
     checkpoint: str = "best"  # attnkit runs: which checkpoint
+
+    def __post_init__(self) -> None:
+        flow = {True: "explained", False: None}[self.flow] if isinstance(self.flow, bool) else self.flow
+        if flow is not None and flow not in FLOWS:
+            raise AttnkitError(f"flow {self.flow!r}: give one of {', '.join(FLOWS)} (or true: explained)")
+        object.__setattr__(self, "flow", flow)

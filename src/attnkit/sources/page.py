@@ -117,10 +117,13 @@ def _pack(q: Quantized) -> dict:
 
 
 def _summary_labels(arrays: dict, maps: dict, name: str) -> tuple[list[str], list[str]]:
-    """(rows, cols) of a summary: the cross queries x the input for an encoder-decoder rollout, else the self kind's."""
+    """(rows, cols) of a summary: the cross queries x the input for an encoder-decoder rollout, else the self kind's
+    (for flow, the query rows it holds, `flow/rows`)."""
     if name == "rollout" and "cross" in maps and "rollout_encoder" in arrays:
         return maps["cross"]["rows"], maps["cross"]["cols"]
     own = next(maps[k] for k in ("encoder", "self") if k in maps)
+    if name == "flow":
+        return [own["rows"][i] for i in arrays["flow/rows"]], own["cols"]
     return own["rows"], own["cols"]
 
 

@@ -31,7 +31,7 @@ OUTPUT_KINDS = ("cross", "decoder_self")  # the kinds whose queries are the mode
 
 
 def output_row(views: list, output: int | None) -> tuple[str, int | None] | None:
-    """(kind, query row) the attributed output reads: row t (`--output`, default 0) of the cross attention,
+    """(kind, query row) the explained output reads (the attributed one; flow's default rows): row t (`--output`, default 0) of the cross attention,
     else every row of the first kind (None: their mean); None when t is past the output (the family's
     score function says so in one line)."""
     cross = next((v for v in views if v.kind == "cross"), None)
@@ -67,7 +67,7 @@ def write_run(loaded, text: str | None, writer: NpzWriter, options: AttentionOpt
         raise AttnkitError(f"{folder}: the model has no attention maps")
     target = next((v.rows for kind in OUTPUT_KINDS for v in views if v.kind == kind), None)
     note = next((v.note for v in views if v.note), None)
-    collector = Collector(writer, flow=options.flow, output=output_row(views, options.output) if options.attribute else None)
+    collector = Collector(writer, flow=options.flow, output=output_row(views, options.output))
     for view in views:
         for weights in view.layers:  # (H, Tq, Tk)
             collector(view.kind, weights)

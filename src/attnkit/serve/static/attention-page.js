@@ -27,7 +27,7 @@ document.getElementById("attention-form").addEventListener("submit", async (even
   event.preventDefault();
   const value = (id) => document.getElementById(id).value.trim();
   const body = {model: value("model") || null, text: value("text"), target: value("target") || null,
-                words: document.getElementById("words").checked, flow: document.getElementById("flow").checked,
+                words: document.getElementById("words").checked, flow: value("flow") || false,
                 attribute: ["ixg", "ig"].filter((m) => document.getElementById(`attr-${m}`).checked),
                 output: value("output") === "" ? null : Number(value("output"))};
   const status = document.getElementById("status"), results = document.getElementById("results");

@@ -54,9 +54,10 @@ def _write_labels(writer: NpzWriter, prep: Prepared, kinds: list[str], words: bo
 
 
 def _output_row(hf: HfModel, prep: Prepared, options: AttentionOptions) -> tuple[str, int] | None:
-    """(kind, query row as written) the attributed output is read at (`sources.agreement`); None: no attributions."""
-    if not options.attribute or hf.arch == "vision":
-        return None
+    """(kind, query row as written) the explained output is read at: the row flow computes by default and the
+    attributions are compared with (`sources.agreement`); a vision model's class is read at [CLS], row 0."""
+    if hf.arch == "vision":
+        return "encoder", 0
     kind, piece = {"encoder": ("encoder", 0), "decoder": ("self", len(prep.tokens) - 1)}.get(hf.arch, ("cross", options.output or 0))
     if kind == "cross" and not 0 <= piece < len(prep.target_tokens or []):
         return None  # the attribution refuses it, in one line
