@@ -233,3 +233,30 @@ class FullDisk:
 @pytest.fixture
 def full_disk(monkeypatch) -> FullDisk:
     return FullDisk(monkeypatch)
+
+
+@pytest.fixture
+def cli_error(capsys):
+    """`cli_error(argv)`: run `attnkit argv`, assert it fails with exit status 2 and one `attnkit: error:` line, and return it."""
+
+    def run(argv: list[str]) -> str:
+        from attnkit.cli import main
+
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith("attnkit: error: "), err
+        return err
+
+    return run
+
+
+@pytest.fixture
+def write_file():
+    """`write_file(folder, name, data)`: write `data` to folder/name (text as UTF-8, bytes as they are); its path as a string."""
+
+    def write(folder: Path, name: str, data: str | bytes) -> str:
+        (folder / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+        return str(folder / name)
+
+    return write

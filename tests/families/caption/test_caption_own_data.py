@@ -38,49 +38,36 @@ def test_init_train_attention(tmp_path: Path, captions: list[str]) -> None:
     np.testing.assert_allclose(maps["cross/layer1"].sum(-1), 1.0, atol=1e-4)
 
 
-def _error(capsys, argv: list[str]) -> str:
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("attnkit: error: ")
-    return err
-
-
-def _write(tmp: Path, name: str, data: str | bytes) -> str:
-    (tmp / name).write_bytes(data if isinstance(data, bytes) else data.encode())
-    return str(tmp / name)
-
-
-def test_an_image_that_is_not_there(tmp_path: Path, capsys) -> None:
-    captions = _write(tmp_path, "train.txt", "shape00.png\ta green circle at the left\nshape99.png\ta red square\n")
-    err = _error(capsys, ["init", "captioning", "--images", IMAGES, "--train", captions, "--valid", str(EXAMPLES / "valid.txt")])
+def test_an_image_that_is_not_there(write_file, cli_error, tmp_path: Path) -> None:
+    captions = write_file(tmp_path, "train.txt", "shape00.png\ta green circle at the left\nshape99.png\ta red square\n")
+    err = cli_error(["init", "captioning", "--images", IMAGES, "--train", captions, "--valid", str(EXAMPLES / "valid.txt")])
     assert f"{captions}, line 2: image 'shape99.png' is not in {IMAGES}" in err
 
 
-def test_an_image_that_is_not_there_at_train(tmp_path: Path, capsys) -> None:
+def test_an_image_that_is_not_there_at_train(write_file, cli_error, tmp_path: Path) -> None:
     data = json.loads((EXAMPLES / "dataset.json").read_text())
     data["images"][3]["filename"] = "gone.png"
-    captions = _write(tmp_path, "dataset.json", json.dumps(data))
-    config = _write(tmp_path, "c.yaml", f"data: {{images: {IMAGES}, captions: {captions}}}\nmodel: {{kind: show_attend_tell, encoder: small_cnn}}\n"
+    captions = write_file(tmp_path, "dataset.json", json.dumps(data))
+    config = write_file(tmp_path, "c.yaml", f"data: {{images: {IMAGES}, captions: {captions}}}\nmodel: {{kind: show_attend_tell, encoder: small_cnn}}\n"
                     "train: {max_steps: 1}\n")  # fmt: skip
-    err = _error(capsys, ["train", config, "--out", str(tmp_path / "run")])
+    err = cli_error(["train", config, "--out", str(tmp_path / "run")])
     assert f"{captions}, image 4: image 'gone.png' is not in {IMAGES}" in err
     assert not (tmp_path / "run" / "config.yaml").exists()  # refused before any work
 
 
-def test_an_empty_caption(tmp_path: Path, capsys) -> None:
-    captions = _write(tmp_path, "train.txt", "shape00.png\ta green circle at the left\nshape01.png\t \n")
-    err = _error(capsys, ["init", "captioning", "--images", IMAGES, "--train", captions, "--valid", str(EXAMPLES / "valid.txt")])
+def test_an_empty_caption(write_file, cli_error, tmp_path: Path) -> None:
+    captions = write_file(tmp_path, "train.txt", "shape00.png\ta green circle at the left\nshape01.png\t \n")
+    err = cli_error(["init", "captioning", "--images", IMAGES, "--train", captions, "--valid", str(EXAMPLES / "valid.txt")])
     assert f"{captions}, line 2: empty caption" in err
 
 
-def test_not_a_karpathy_file(tmp_path: Path, capsys) -> None:
-    captions = _write(tmp_path, "dataset.json", '[{"image": "shape00.png"}]')
-    err = _error(capsys, ["init", "captioning", "--images", IMAGES, "--captions", captions])
+def test_not_a_karpathy_file(write_file, cli_error, tmp_path: Path) -> None:
+    captions = write_file(tmp_path, "dataset.json", '[{"image": "shape00.png"}]')
+    err = cli_error(["init", "captioning", "--images", IMAGES, "--captions", captions])
     assert f"{captions}: expected a Karpathy split file" in err
 
 
-def test_bad_utf8(tmp_path: Path, capsys) -> None:
-    captions = _write(tmp_path, "train.txt", b"shape00.png\ta green circle\nshape01.png\ta yellow \xff circle\n")
-    err = _error(capsys, ["init", "captioning", "--images", IMAGES, "--train", captions, "--valid", str(EXAMPLES / "valid.txt")])
+def test_bad_utf8(write_file, cli_error, tmp_path: Path) -> None:
+    captions = write_file(tmp_path, "train.txt", b"shape00.png\ta green circle\nshape01.png\ta yellow \xff circle\n")
+    err = cli_error(["init", "captioning", "--images", IMAGES, "--train", captions, "--valid", str(EXAMPLES / "valid.txt")])
     assert f"{captions}, line 2: invalid UTF-8" in err

@@ -41,40 +41,27 @@ def test_init_train_attention(tmp_path: Path) -> None:
     np.testing.assert_allclose(maps["cross/layer1"].sum(-1), 1.0, atol=1e-4)  # (H, T, S)
 
 
-def _error(capsys, argv: list[str]) -> str:
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("attnkit: error: ")
-    return err
-
-
-def _write(tmp: Path, name: str, data: str | bytes) -> str:
-    (tmp / name).write_bytes(data if isinstance(data, bytes) else data.encode())
-    return str(tmp / name)
-
-
-def test_unbalanced_brackets(tmp_path: Path, capsys) -> None:
-    trees = _write(tmp_path, "t.txt", "(S (NP (DT a) (NN dog)) (VP (VBZ runs)))\n(S (NP (DT a) (NN cat)) (VP (VBZ runs))\n")
-    err = _error(capsys, ["init", "parsing", "--train", trees, "--valid", str(EXAMPLES / "valid.txt")])
+def test_unbalanced_brackets(write_file, cli_error, tmp_path: Path) -> None:
+    trees = write_file(tmp_path, "t.txt", "(S (NP (DT a) (NN dog)) (VP (VBZ runs)))\n(S (NP (DT a) (NN cat)) (VP (VBZ runs))\n")
+    err = cli_error(["init", "parsing", "--train", trees, "--valid", str(EXAMPLES / "valid.txt")])
     assert f"{trees}, tree 2 (line 2): unbalanced brackets" in err
 
 
-def test_text_outside_a_tree_at_train(tmp_path: Path, capsys) -> None:
-    trees = _write(tmp_path, "t.txt", "(S (NP (DT a) (NN dog)) (VP (VBZ runs)))\nthe cat runs\n")
-    config = _write(tmp_path, "c.yaml", f"task: parsing\ndata: {{train: {trees}, valid: {EXAMPLES / 'valid.txt'}}}\ntrain: {{max_steps: 1}}\n")
-    err = _error(capsys, ["train", config, "--out", str(tmp_path / "run")])
+def test_text_outside_a_tree_at_train(write_file, cli_error, tmp_path: Path) -> None:
+    trees = write_file(tmp_path, "t.txt", "(S (NP (DT a) (NN dog)) (VP (VBZ runs)))\nthe cat runs\n")
+    config = write_file(tmp_path, "c.yaml", f"task: parsing\ndata: {{train: {trees}, valid: {EXAMPLES / 'valid.txt'}}}\ntrain: {{max_steps: 1}}\n")
+    err = cli_error(["train", config, "--out", str(tmp_path / "run")])
     assert f"{trees}, tree 2 (line 2): text 'the' outside brackets" in err
     assert not (tmp_path / "run" / "config.yaml").exists()  # refused before any work
 
 
-def test_an_empty_file(tmp_path: Path, capsys) -> None:
-    trees = _write(tmp_path, "t.txt", "\n")
-    err = _error(capsys, ["init", "parsing", "--train", str(EXAMPLES / "train.txt"), "--valid", trees])
+def test_an_empty_file(write_file, cli_error, tmp_path: Path) -> None:
+    trees = write_file(tmp_path, "t.txt", "\n")
+    err = cli_error(["init", "parsing", "--train", str(EXAMPLES / "train.txt"), "--valid", trees])
     assert f"{trees}: no trees" in err
 
 
-def test_bad_utf8(tmp_path: Path, capsys) -> None:
-    trees = _write(tmp_path, "t.txt", b"(S (NP (NN dog)) (VP (VBZ runs)))\n(S (NP (NN caf\xe9)) (VP (VBZ runs)))\n")
-    err = _error(capsys, ["init", "parsing", "--train", trees, "--valid", str(EXAMPLES / "valid.txt")])
+def test_bad_utf8(write_file, cli_error, tmp_path: Path) -> None:
+    trees = write_file(tmp_path, "t.txt", b"(S (NP (NN dog)) (VP (VBZ runs)))\n(S (NP (NN caf\xe9)) (VP (VBZ runs)))\n")
+    err = cli_error(["init", "parsing", "--train", trees, "--valid", str(EXAMPLES / "valid.txt")])
     assert f"{trees}, line 2: invalid UTF-8" in err

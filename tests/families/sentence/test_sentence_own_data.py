@@ -43,53 +43,40 @@ def test_init_train_attention(tmp_path: Path, train: str, valid: str, columns: t
     np.testing.assert_allclose(hops.sum(-1), 1.0, atol=1e-4)
 
 
-def _error(capsys, argv: list[str]) -> str:
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("attnkit: error: ")
-    return err
-
-
-def _write(tmp: Path, name: str, data: str | bytes) -> str:
-    (tmp / name).write_bytes(data if isinstance(data, bytes) else data.encode())
-    return str(tmp / name)
-
-
-def test_no_label_column(tmp_path: Path, capsys) -> None:
-    table = _write(tmp_path, "t.csv", "text,sentiment\ngood film,positive\n")
-    err = _error(capsys, ["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
+def test_no_label_column(write_file, cli_error, tmp_path: Path) -> None:
+    table = write_file(tmp_path, "t.csv", "text,sentiment\ngood film,positive\n")
+    err = cli_error(["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
     assert f"{table}, line 1: no label column (the columns are text, sentiment); name it with --label-column" in err
 
 
-def test_a_named_label_column_missing_at_train(tmp_path: Path, capsys) -> None:
-    table = _write(tmp_path, "t.csv", "text,sentiment\ngood film,positive\n")
-    config = _write(tmp_path, "c.yaml", f"data: {{corpus: labelled, train: {table}, valid: {EXAMPLES / 'valid.csv'}}}\n"
+def test_a_named_label_column_missing_at_train(write_file, cli_error, tmp_path: Path) -> None:
+    table = write_file(tmp_path, "t.csv", "text,sentiment\ngood film,positive\n")
+    config = write_file(tmp_path, "c.yaml", f"data: {{corpus: labelled, train: {table}, valid: {EXAMPLES / 'valid.csv'}}}\n"
                     "model: {kind: sase, embed_dim: 8, u: 8, d_a: 8, r: 1, mlp_hidden: 8}\ntrain: {max_steps: 1}\n")  # fmt: skip
-    err = _error(capsys, ["train", config, "--out", str(tmp_path / "run")])
+    err = cli_error(["train", config, "--out", str(tmp_path / "run")])
     assert f"{table}, line 1: no column 'label' (the header has text, sentiment)" in err
     assert not (tmp_path / "run" / "config.yaml").exists()  # refused before any work
 
 
-def test_an_empty_text(tmp_path: Path, capsys) -> None:
-    table = _write(tmp_path, "t.csv", 'text,label\ngood film,positive\n"  ",negative\n')
-    err = _error(capsys, ["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
+def test_an_empty_text(write_file, cli_error, tmp_path: Path) -> None:
+    table = write_file(tmp_path, "t.csv", 'text,label\ngood film,positive\n"  ",negative\n')
+    err = cli_error(["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
     assert f"{table}, line 3: empty text in column 'text'" in err
 
 
-def test_a_validation_label_training_never_saw(tmp_path: Path, capsys) -> None:
-    table = _write(tmp_path, "v.jsonl", '{"text": "a fine film", "label": "positive"}\n{"text": "so so", "label": "mixed"}\n')
-    err = _error(capsys, ["init", "classification", "--train", str(EXAMPLES / "train.csv"), "--valid", table])
+def test_a_validation_label_training_never_saw(write_file, cli_error, tmp_path: Path) -> None:
+    table = write_file(tmp_path, "v.jsonl", '{"text": "a fine film", "label": "positive"}\n{"text": "so so", "label": "mixed"}\n')
+    err = cli_error(["init", "classification", "--train", str(EXAMPLES / "train.csv"), "--valid", table])
     assert f"{table}, line 2: unknown label 'mixed' (known: negative, positive)" in err
 
 
-def test_a_quoted_csv_field_over_two_lines_keeps_the_line_numbers(tmp_path: Path, capsys) -> None:
-    table = _write(tmp_path, "t.csv", 'text,label\n"a film\nin two lines",positive\nbad,\n')
-    err = _error(capsys, ["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
+def test_a_quoted_csv_field_over_two_lines_keeps_the_line_numbers(write_file, cli_error, tmp_path: Path) -> None:
+    table = write_file(tmp_path, "t.csv", 'text,label\n"a film\nin two lines",positive\nbad,\n')
+    err = cli_error(["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
     assert f"{table}, line 4: empty label in column 'label'" in err
 
 
-def test_bad_utf8(tmp_path: Path, capsys) -> None:
-    table = _write(tmp_path, "t.tsv", b"text\tlabel\ngood\tpositive\nb\xe4d\tnegative\n")
-    err = _error(capsys, ["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
+def test_bad_utf8(write_file, cli_error, tmp_path: Path) -> None:
+    table = write_file(tmp_path, "t.tsv", b"text\tlabel\ngood\tpositive\nb\xe4d\tnegative\n")
+    err = cli_error(["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
     assert f"{table}, line 3: invalid UTF-8" in err

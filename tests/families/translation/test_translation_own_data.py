@@ -39,7 +39,7 @@ def sets(values: list[str]) -> list[str]:
     ],
     ids=["aligned-text", "tables"],
 )
-def test_init_train_attention(tmp_path: Path, capsys, train: list[str], valid: list[str]) -> None:
+def test_init_train_attention(tmp_path: Path, train: list[str], valid: list[str]) -> None:
     config, run = tmp_path / "my.yaml", tmp_path / "run"
     argv = ["init", "translation", "--train", *(str(EXAMPLES / f) for f in train), "--valid", *(str(EXAMPLES / f) for f in valid)]
     assert main([*argv, "--out", str(config)]) == 0
@@ -63,50 +63,38 @@ def test_init_prints_to_stdout_what_train_accepts(tmp_path: Path, capsys) -> Non
     assert yaml.safe_load(capsys.readouterr().out)["data"]["train"] == str(EXAMPLES / "train.jsonl")
 
 
-def _error(capsys, argv: list[str]) -> str:
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("attnkit: error: ")
-    return err
-
-
-def _write(tmp: Path, name: str, data: str | bytes) -> str:
-    (tmp / name).write_bytes(data if isinstance(data, bytes) else data.encode())
-    return str(tmp / name)
-
-
 def _files_config(tmp: Path, train: str) -> str:
-    return _write(tmp, "c.yaml", f"data: {{corpus: files, tokenizer: word, train: {train}, valid: {EXAMPLES / 'valid.tsv'}}}\n"
-                  "model: {layers: 1, d_model: 16, n_heads: 2, d_ff: 32}\ntrain: {max_steps: 1}\n")  # fmt: skip
+    (tmp / "c.yaml").write_text(f"data: {{corpus: files, tokenizer: word, train: {train}, valid: {EXAMPLES / 'valid.tsv'}}}\n"
+                            "model: {layers: 1, d_model: 16, n_heads: 2, d_ff: 32}\ntrain: {max_steps: 1}\n")  # fmt: skip
+    return str(tmp / "c.yaml")
 
 
-def test_unequal_line_counts(tmp_path: Path, capsys) -> None:
-    src, tgt = _write(tmp_path, "a.en", "a b\nc d\ne f\n"), _write(tmp_path, "a.de", "b a\nd c\n")
-    err = _error(capsys, ["init", "translation", "--train", src, tgt, "--valid", str(EXAMPLES / "valid.tsv")])
+def test_unequal_line_counts(write_file, cli_error, tmp_path: Path) -> None:
+    src, tgt = write_file(tmp_path, "a.en", "a b\nc d\ne f\n"), write_file(tmp_path, "a.de", "b a\nd c\n")
+    err = cli_error(["init", "translation", "--train", src, tgt, "--valid", str(EXAMPLES / "valid.tsv")])
     assert f"{src} has 3 lines but {tgt} has 2" in err
 
 
-def test_an_empty_side(tmp_path: Path, capsys) -> None:
-    src, tgt = _write(tmp_path, "a.en", "a b\nc d\ne f\n"), _write(tmp_path, "a.de", "b a\n\nf e\n")
-    err = _error(capsys, ["init", "translation", "--train", src, tgt, "--valid", str(EXAMPLES / "valid.tsv")])
+def test_an_empty_side(write_file, cli_error, tmp_path: Path) -> None:
+    src, tgt = write_file(tmp_path, "a.en", "a b\nc d\ne f\n"), write_file(tmp_path, "a.de", "b a\n\nf e\n")
+    err = cli_error(["init", "translation", "--train", src, tgt, "--valid", str(EXAMPLES / "valid.tsv")])
     assert f"{tgt}, line 2: empty line (its pair in {src} is not)" in err
 
 
-def test_a_table_without_the_target_column(tmp_path: Path, capsys) -> None:
-    table = _write(tmp_path, "t.tsv", "src\tde\na b\tb a\n")
-    err = _error(capsys, ["train", _files_config(tmp_path, table), "--out", str(tmp_path / "run")])
+def test_a_table_without_the_target_column(write_file, cli_error, tmp_path: Path) -> None:
+    table = write_file(tmp_path, "t.tsv", "src\tde\na b\tb a\n")
+    err = cli_error(["train", _files_config(tmp_path, table), "--out", str(tmp_path / "run")])
     assert f"{table}, line 1: no column 'tgt' (the header has src, de)" in err
     assert not (tmp_path / "run" / "config.yaml").exists()  # refused before any work
 
 
-def test_an_empty_cell_in_a_jsonl_table(tmp_path: Path, capsys) -> None:
-    table = _write(tmp_path, "t.jsonl", '{"src": "a b", "tgt": "b a"}\n{"src": "c d", "tgt": " "}\n')
-    err = _error(capsys, ["train", _files_config(tmp_path, table), "--out", str(tmp_path / "run")])
+def test_an_empty_cell_in_a_jsonl_table(write_file, cli_error, tmp_path: Path) -> None:
+    table = write_file(tmp_path, "t.jsonl", '{"src": "a b", "tgt": "b a"}\n{"src": "c d", "tgt": " "}\n')
+    err = cli_error(["train", _files_config(tmp_path, table), "--out", str(tmp_path / "run")])
     assert f"{table}, line 2: empty text in column 'tgt'" in err
 
 
-def test_bad_utf8(tmp_path: Path, capsys) -> None:
-    src, tgt = _write(tmp_path, "a.en", b"a b\nc \xff d\n"), _write(tmp_path, "a.de", "b a\nd c\n")
-    err = _error(capsys, ["init", "translation", "--train", src, tgt, "--valid", str(EXAMPLES / "valid.tsv")])
+def test_bad_utf8(write_file, cli_error, tmp_path: Path) -> None:
+    src, tgt = write_file(tmp_path, "a.en", b"a b\nc \xff d\n"), write_file(tmp_path, "a.de", "b a\nd c\n")
+    err = cli_error(["init", "translation", "--train", src, tgt, "--valid", str(EXAMPLES / "valid.tsv")])
     assert f"{src}, line 2: invalid UTF-8" in err
