@@ -45,8 +45,9 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 CHROMIUM = "/usr/bin/chromium"
 
 
-def build_model(folder: Path) -> Path:
-    """Save the benchmark's BERT and its WordPiece tokenizer into `folder`."""
+def build_model(folder: Path, architecture: str = "BertModel", **config) -> Path:
+    """Save a random-weight BERT (`architecture`, e.g. BertForSequenceClassification; `config` overrides
+    the benchmark's 12 layers, 12 heads, hidden 48) and its WordPiece tokenizer into `folder`."""
     import torch
     import transformers
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
@@ -57,10 +58,10 @@ def build_model(folder: Path) -> Path:
     tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
                                                 sep_token="[SEP]", mask_token="[MASK]")  # fmt: skip
-    config = transformers.BertConfig(vocab_size=len(vocab), pad_token_id=0, hidden_size=48, num_hidden_layers=12, num_attention_heads=12,
-                                     intermediate_size=96, max_position_embeddings=512)  # fmt: skip
+    shape = {"hidden_size": 48, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 96} | config
+    bert = transformers.BertConfig(vocab_size=len(vocab), pad_token_id=0, max_position_embeddings=512, **shape)
     torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder, safe_serialization=True)
+    getattr(transformers, architecture)(bert).save_pretrained(folder, safe_serialization=True)
     fast.save_pretrained(folder)
     return folder
 

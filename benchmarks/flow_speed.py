@@ -46,9 +46,8 @@ from attnkit.analysis.flow import attention_flow
 from attnkit.analysis.rollout import augmented
 from attnkit.io import atomic_path
 from attnkit.precision import cpu_model
+from explorer_vs_bertviz import build_model, text_of  # beside this script: the same tiny vocabulary and tokenizer
 
-WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "ran", "and", "."]
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 OUT = Path(__file__).resolve().parent / "results" / "flow_speed.jsonl"
 
 
@@ -106,28 +105,13 @@ def flow_case(name: str, tokens: int, layers: int, queries: list[int] | None, ta
 
 
 def build_bert(folder: Path) -> Path:
-    """Save the benchmark's 8-layer, 8-head random-weight BERT and its WordPiece tokenizer into `folder`."""
+    """Save the benchmark's 8-layer, 8-head random-weight BERT classifier and its WordPiece tokenizer into `folder`."""
     import transformers
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-    vocab = {w: i for i, w in enumerate(SPECIALS + WORDS)}
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix="##"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                                sep_token="[SEP]", mask_token="[MASK]")  # fmt: skip
-    config = transformers.BertConfig(vocab_size=len(vocab), pad_token_id=0, hidden_size=512, num_hidden_layers=8, num_attention_heads=8,
-                                     intermediate_size=2048, max_position_embeddings=512, num_labels=2)  # fmt: skip
-    torch.manual_seed(0)
-    transformers.BertForSequenceClassification(config).save_pretrained(folder, safe_serialization=True)
-    fast.save_pretrained(folder)
-    assert len(fast(text_of(52))["input_ids"]) == 52
+    shape = {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "intermediate_size": 2048, "num_labels": 2}
+    build_model(folder, "BertForSequenceClassification", **shape)
+    assert len(transformers.AutoTokenizer.from_pretrained(folder)(text_of(52))["input_ids"]) == 52
     return folder
-
-
-def text_of(tokens: int) -> str:
-    """tokens - 2 words: with [CLS] and [SEP], `tokens` tokens."""
-    return " ".join(WORDS[i % len(WORDS)] for i in range(tokens - 2))
 
 
 REPORTS = ((["--flow"], 10.0), (["--flow", "all"], None), ([], None))  # report's flow options, and the target
