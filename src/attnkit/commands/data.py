@@ -11,17 +11,20 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
+from attnkit.config.args import example
+
 
 def load_config(name: str) -> Any:
     """A validated run config: a file, or the name of a built-in preset."""
-    from attnkit.commands.training import config_path
+    from attnkit.commands.presets import config_path
     from attnkit.families import load_config as load
 
     return load(config_path(name))
 
 
 def add(sub: argparse._SubParsersAction, families: Mapping[str, Any]) -> None:
-    data = sub.add_parser("data", help="fetch and check data", description="Data tools of the model families.")
+    data = sub.add_parser("data", help="fetch and check data", description="Data tools of the model families.",
+                          epilog=example("attnkit data fetch multi30k --out data/multi30k"))  # fmt: skip
     commands = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
     for family in families.values():
         family.data_commands(commands, load_config)
