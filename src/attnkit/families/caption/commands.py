@@ -17,6 +17,7 @@ from attnkit.families.caption.images import open_image, resize_for_encoder
 from attnkit.families.caption.infer import caption_images
 from attnkit.families.caption.scores import FEATURE, coco_scores
 from attnkit.families.protocol import add_once
+from attnkit.progress import counter
 
 
 def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
@@ -102,6 +103,7 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     d = loaded.run.data
     captioned, source = read_captioned_images(args.captions, args.images, image_column=d.image_column, caption_column=d.caption_column)
     decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha, nbest=1)
-    results = caption_images(loaded, [source.read_bytes(c.image) for c in captioned], decode, names=[c.image for c in captioned])
+    with counter(len(captioned), "evaluating", unit="img") as bar:
+        results = caption_images(loaded, [source.read_bytes(c.image) for c in captioned], decode, names=[c.image for c in captioned], progress=bar.update)
     scores = coco_scores([r.caption for r in results], [list(c.captions) for c in captioned])
     return {"run": str(args.run), "beam": decode.beam, "alpha": decode.alpha, **scores}

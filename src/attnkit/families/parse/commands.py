@@ -20,6 +20,7 @@ from attnkit.families.parse.evalb_params import COLLINS, read_params
 from attnkit.families.parse.infer import tag_accuracy
 from attnkit.families.parse.trees import Tree, preprocess_treebank, read_treebank, split_sample, split_wsj
 from attnkit.families.protocol import add_once
+from attnkit.progress import counter
 
 
 def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
@@ -100,7 +101,9 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     loaded = load()
     gold = gold_trees(args.trees, args.split, loaded.run)
     decode = decode_settings(loaded, args)
-    results = parse(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees)
+    with counter(len(gold), "evaluating", unit="sent") as bar:
+        results = parse(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees,
+                        progress=bar.update)  # fmt: skip
     report = score(gold, [r.tree for r in results], COLLINS).summary()
     tagger = getattr(loaded.model, "tagger", None) is not None
     if tagger:
