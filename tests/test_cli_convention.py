@@ -54,34 +54,47 @@ def live(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [a for a in parser._actions if not isinstance(a, Renamed | argparse._SubParsersAction)]
 
 
-def problems(root: argparse.ArgumentParser) -> list[str]:
-    """Every break of the convention under `root`, one line each."""
+def option_problems(where: str, parser: argparse.ArgumentParser) -> list[str]:
+    """Each argument of one command: its name is its meaning's (`MEANINGS`, `POSITIONALS`), and it has help."""
     known = {name for row in MEANINGS.values() for name in row}
     found = []
+    for action in live(parser):
+        for flag in action.option_strings:
+            if flag in FOREIGN:
+                found.append(f"{where} {flag}: spelt as another tool spells it; use the name MEANINGS gives its meaning")
+            elif flag not in known:
+                found.append(f"{where} {flag}: not in MEANINGS; use an existing name if one means this, else add a row")
+        if not action.option_strings and action.dest not in POSITIONALS:
+            found.append(f"{where} {action.dest}: a positional named as none other is (POSITIONALS; an output path is --out)")
+        if not action.help:
+            found.append(f"{where} {action.option_strings or action.dest}: no help")
+    for action in parser._actions:
+        if isinstance(action, Renamed) and (action.help is not argparse.SUPPRESS or action.new not in live(parser)):
+            found.append(f"{where} {action.old}: an old spelling must be hidden and stand for one of the command's options")
+    return found
+
+
+def command_problems(where: str, parser: argparse.ArgumentParser, leaf: bool) -> list[str]:
+    """One command as a whole: --out takes a path, --input comes with TEXT, --workers counts, an example."""
+    flags, found = parser._option_string_actions, []
+    if "--out" in flags and flags["--out"].nargs == 0:
+        found.append(f"{where} --out: takes a path")
+    if "--input" in flags and not any(a.dest == "text" and not a.option_strings for a in parser._actions):
+        found.append(f"{where}: --input without a positional TEXT (texts come as arguments, --input FILE or stdin)")
+    if "--workers" in flags and flags["--workers"].type is not positive_int:
+        found.append(f"{where} --workers: a positive count (positive_int)")
+    if leaf and not (parser.epilog or "").startswith(f"example:\n  {where}"):
+        found.append(f"{where}: no example of itself in its epilog (`attnkit.config.args.example`)")
+    return found
+
+
+def problems(root: argparse.ArgumentParser) -> list[str]:
+    """Every break of the convention under `root`, one line each."""
+    found = []
     for path, parser in commands(root):
-        where, flags = f"attnkit {' '.join(path)}".rstrip(), parser._option_string_actions
-        for action in live(parser):
-            for flag in action.option_strings:
-                if flag in FOREIGN:
-                    found.append(f"{where} {flag}: spelt as another tool spells it; use the name MEANINGS gives its meaning")
-                elif flag not in known:
-                    found.append(f"{where} {flag}: not in MEANINGS; use an existing name if one means this, else add a row")
-            if not action.option_strings and action.dest not in POSITIONALS:
-                found.append(f"{where} {action.dest}: a positional named as none other is (POSITIONALS; an output path is --out)")
-            if not action.help:
-                found.append(f"{where} {action.option_strings or action.dest}: no help")
-        for action in parser._actions:
-            if isinstance(action, Renamed) and (action.help is not argparse.SUPPRESS or action.new not in live(parser)):
-                found.append(f"{where} {action.old}: an old spelling must be hidden and stand for one of the command's options")
-        if "--out" in flags and flags["--out"].nargs == 0:
-            found.append(f"{where} --out: takes a path")
-        if "--input" in flags and not any(a.dest == "text" and not a.option_strings for a in parser._actions):
-            found.append(f"{where}: --input without a positional TEXT (texts come as arguments, --input FILE or stdin)")
-        if "--workers" in flags and flags["--workers"].type is not positive_int:
-            found.append(f"{where} --workers: a positive count (positive_int)")
-        leaf = path and not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
-        if leaf and not (parser.epilog or "").startswith(f"example:\n  {where}"):
-            found.append(f"{where}: no example of itself in its epilog (`attnkit.config.args.example`)")
+        where = f"attnkit {' '.join(path)}".rstrip()
+        leaf = bool(path) and not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+        found += option_problems(where, parser) + command_problems(where, parser, leaf)
     return found
 
 

@@ -64,7 +64,7 @@ def test_presets_lists_each_preset_with_one_line(capsys):
     names = [line.split()[0] for line in lines]
     assert names == sorted([*(p.stem for p in PRESETS.glob("*.yaml")), *(f"sweeps/{p.stem}" for p in PRESETS.glob("sweeps/*.yaml"))])
     assert next(line for line in lines if line.startswith("toy-reverse ")).endswith("in under a minute on 2 cores")
-    assert summary(PRESETS / "m30k-small.yaml") == "Transformer sized for Multi30k En->De on a CPU (PEERS.md's \"M30K-small\")"
+    assert summary(PRESETS / "m30k-small.yaml") == 'Transformer sized for Multi30k En->De on a CPU (PEERS.md\'s "M30K-small")'
 
 
 def test_an_unknown_preset_says_did_you_mean(tmp_path, capsys):
