@@ -112,14 +112,8 @@ def prepare_translation(
         if not checked["train"]:
             raise DataError(f"no training pairs ({_describe(train)})")
         bar.set_postfix_str(f"{tokenizer} tokenizer")
-        src_tok, tgt_tok, src_vocab, tgt_vocab = given or _tokenizers(
-            checked["train"],
-            tokenizer,
-            vocab_size=vocab_size,
-            joint=joint,
-            cache_dir=cache_dir,
-            seed=seed,
-        )
+        src_tok, tgt_tok, src_vocab, tgt_vocab = given or _tokenizers(checked["train"], tokenizer, vocab_size=vocab_size, joint=joint,
+                                                                      cache_dir=cache_dir, seed=seed)  # fmt: skip
         bar.update(1)
         for split, pairs in checked.items():
             bar.set_postfix_str(f"encoding {split}")
