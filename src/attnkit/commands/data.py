@@ -23,8 +23,8 @@ def load_config(name: str) -> Any:
 
 
 def add(sub: argparse._SubParsersAction, families: Mapping[str, Any]) -> None:
-    data = sub.add_parser("data", help="fetch and check data", description="Data tools of the model families.",
-                          epilog=example("attnkit data fetch multi30k --out data/multi30k"))  # fmt: skip
+    data = sub.add_parser("data", help="fetch and check data", description="Data tools of the model families.")
     commands = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
     for family in families.values():
         family.data_commands(commands, load_config)
+    data.epilog = example(*(p.epilog.splitlines()[1].strip() for p in commands.choices.values() if p.epilog))  # the tools' own examples
