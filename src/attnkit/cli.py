@@ -96,6 +96,7 @@ def command_map(sub: argparse._SubParsersAction) -> str:
                       for n in names]  # fmt: skip
     hf = [n for n in helps if takes_hub_models(sub.choices[n])]
     lines.append("\n" + textwrap.fill(f"Hugging Face models (a hub id or a save_pretrained folder) go into: {', '.join(hf)}.", max(width, 60)))
+    lines.append(textwrap.fill("`attnkit COMMAND --help` shows its options, their defaults and an example; docs/ has a page per topic.", max(width, 60)))
     return "\n".join(lines) + "\n"
 
 
@@ -103,8 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     from attnkit.families import FAMILIES
 
     examples = "examples:\n" + "".join(f"  {command}\n      {what}\n" for command, what in EXAMPLES)
-    parser = Parser(prog="attnkit", usage="attnkit [-h] [--version] [-v] COMMAND ...", epilog=examples + "\n`attnkit COMMAND --help`: "
-                    "its options, defaults and an example; docs/*.md: a page per topic.")  # fmt: skip
+    parser = Parser(prog="attnkit", usage="attnkit [-h] [--version] [-v] COMMAND ...", epilog=examples)
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS, prog="attnkit")
