@@ -38,8 +38,10 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     s = sub.add_parser("caption-shapes", help="write a generated captioned image set (coloured shapes and their places)",
                        description="Seeded coloured shapes at places of a 3 x 3 layout, captions naming them (docs/caption.md).",
                        epilog=example("attnkit caption-shapes --out data/shapes"))  # fmt: skip
-    s.add_argument("--train", type=positive_int, default=2000, help="training images")
-    s.add_argument("--valid", type=positive_int, default=200, help="validation images")
+    s.add_argument("--train-size", type=positive_int, default=2000, help="training images")
+    s.add_argument("--valid-size", type=positive_int, default=200, help="validation images")
+    renamed(s, "--train", "--train-size")
+    renamed(s, "--valid", "--valid-size")
     s.add_argument("--size", type=positive_int, default=48, help="image side in pixels")
     s.add_argument("--seed", type=int, default=0, help="random seed of the shapes, places and colours")
     out = s.add_mutually_exclusive_group(required=True)
@@ -51,7 +53,7 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
 def cmd_shapes(args: argparse.Namespace) -> int:
     from attnkit.families.caption.shapes import write_shapes
 
-    scenes = write_shapes(args.out, {"train": args.train, "valid": args.valid}, seed=args.seed, size=args.size)
+    scenes = write_shapes(args.out, {"train": args.train_size, "valid": args.valid_size}, seed=args.seed, size=args.size)
     print(f"wrote {sum(map(len, scenes.values()))} images to {args.out} (e.g. {scenes['train'][0].caption!r})")
     return 0
 
