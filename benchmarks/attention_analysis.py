@@ -12,7 +12,7 @@
    heads masked at decoding time. `--plot` draws both curves.
 2. For the first --attr pairs (0: skip) and every target position t: integrated gradients (50 steps, checked
    for completeness) of log p(y_t) over the source embeddings (the translation family's `token_score`, what
-   `attnkit attention RUN TEXT --attribute ig --output t` attributes), and Kendall's tau between them and
+   `attnkit attention RUN TEXT --attribute ig --attribute-target t` attributes), and Kendall's tau between them and
    (a) each decoder layer's cross attention row t (head mean) and their mean, (b) the cross
    rollout C_l R_enc through each layer's cross attention C_l, and with C averaged over the layers.
 Prints one JSON line.

@@ -4,7 +4,7 @@
 
 For each mode the script starts `attnkit serve RUN` on a free 127.0.0.1 port (`batched`: the given
 --window-ms/--max-batch; `unbatched`: --max-batch 1, every request its own model call; both with
---workers decoding threads, `serve --batch-workers`, and --engine), waits for
+--workers decoding threads, `serve --workers`, and --engine), waits for
 /healthz, warms up, then runs --clients concurrent clients for --seconds, each posting one
 Multi30k test_2016 sentence per request (with the run's decode settings unless --beam) as soon as
 its previous answer arrives. It prints one JSON line per mode (requests/s, p50/p99 latency, errors,
@@ -42,7 +42,7 @@ def free_port() -> int:
 def start_server(args: argparse.Namespace, max_batch: int, port: int) -> subprocess.Popen:
     command = [sys.executable, "-m", "attnkit", "serve", args.run, "--port", str(port), "--batch-window-ms", str(args.window_ms),
                "--max-batch", str(max_batch), "--max-texts", "1", "--dtype", args.dtype, "--engine", args.engine,
-               *(["--batch-workers", str(args.workers)] if args.workers else [])]  # fmt: skip
+               *(["--workers", str(args.workers)] if args.workers else [])]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -123,7 +123,7 @@ def main() -> None:
     p.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam)")
     p.add_argument("--window-ms", type=float, default=5.0, help="batching window of the batched mode")
     p.add_argument("--max-batch", type=int, default=32, help="texts per model call in the batched mode")
-    p.add_argument("--workers", type=int, help="batches decoded at once (attnkit serve --batch-workers; default: serve's, one per thread)")
+    p.add_argument("--workers", type=int, help="batches decoded at once (attnkit serve --workers; default: serve's, one per thread)")
     p.add_argument("--engine", choices=["attnkit", "ctranslate2"], default="attnkit", help="what decodes (attnkit serve --engine)")
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--modes", nargs="+", choices=["batched", "unbatched"], default=["unbatched", "batched"])

@@ -9,15 +9,18 @@ that SIGPIPE ends: nothing on stderr.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import select
+import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from attnkit import __version__
-from attnkit.commands import analysis, attention, data, doctor, explore, init, sweep, training
-from attnkit.commands.training import PRESETS
+from attnkit.commands import analysis, attention, data, doctor, explore, init, presets, sweep, training
+from attnkit.commands.presets import PRESETS
 from attnkit.errors import AttnkitError
 
 SIGPIPE_STATUS = 128 + 13  # a closed stdout: the status of a process that SIGPIPE ended (`yes | head`), which `set -o pipefail` sees
@@ -26,21 +29,87 @@ JEMALLOC_COMMANDS = {"train", "demo", "sweep", "translate", "evaluate", "serve"}
 __all__ = ["PRESETS", "main"]
 
 
+# `attnkit --help` lists the commands in these groups, in this order; a command missing here is listed under "other".
+GROUPS = {
+    "start": ("doctor", "demo", "presets", "init", "config", "data", "caption-shapes"),
+    "train": ("train", "sweep", "average"),
+    "use": ("translate", "classify", "embed", "parse", "caption", "evaluate", "evalb"),
+    "explore": ("attention", "plot", "report", "explain", "heads", "faithfulness"),
+    "deploy": ("serve", "export", "import"),
+}
+EXAMPLES = (
+    ("attnkit demo", "train a small translator for a few minutes, then show its attention"),
+    ("attnkit train m30k-small --out runs/m30k", "train a preset (`attnkit presets` lists them)"),
+    ('attnkit report Helsinki-NLP/opus-mt-en-de "A dog runs." --out report.html', "a Hugging Face model's attention as a web page"),
+)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with the house error format: one line `attnkit: error: ...`, exit status 2."""
+    """argparse with the house error format: one line `attnkit: error: ...`, exit status 2, and "did you
+    mean" for a mistyped choice (a command, a subcommand, a `--dtype`)."""
 
     def error(self, message: str):
         self.exit(2, f"attnkit: error: {message} (see `{self.prog} --help`)\n")
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is not None and value not in action.choices:
+            names = [str(choice) for choice in action.choices]
+            close = difflib.get_close_matches(str(value), names, n=3)
+            hint = f"did you mean {' or '.join(close)}?" if close else f"choose from {', '.join(names)}"
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}; {hint}")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Shows each option's default (when it is not None, False or empty, and the help does not already
+    say it), wraps a one-paragraph description, and keeps a text with line breaks (the command map, the
+    examples) as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help, default = action.help or "", action.default
+        if help is argparse.SUPPRESS or "default" in help or default is None or default is False or default is argparse.SUPPRESS or default == []:
+            return help
+        return f"{help} (default: %(default)s)"
+
+
+def takes_hub_models(parser: argparse.ArgumentParser) -> bool:
+    """Whether an argument of the command takes a Hugging Face model (its help says "hub id")."""
+    return any("hub id" in (a.help or "").lower() for a in parser._actions)
+
+
+def command_map(sub: argparse._SubParsersAction) -> str:
+    """The commands by group (`GROUPS`, then "other"), one line each, and which take Hugging Face models."""
+    helps = {a.dest: a.help or "" for a in sub._choices_actions}
+    width = shutil.get_terminal_size().columns - 2
+    name_width = max(map(len, helps)) + 2
+    grouped = {group: [n for n in names if n in helps] for group, names in GROUPS.items()}
+    grouped["other"] = [n for n in helps if not any(n in names for names in GROUPS.values())]
+    lines = []
+    for group, names in grouped.items():
+        if names:
+            lines.append(f"\n{group}:")
+            lines += [textwrap.fill(helps[n], max(width, 60), initial_indent=f"  {n:<{name_width}}", subsequent_indent=" " * (name_width + 2))
+                      for n in names]  # fmt: skip
+    hf = [n for n in helps if takes_hub_models(sub.choices[n])]
+    lines.append("\n" + textwrap.fill(f"Hugging Face models (a hub id or a save_pretrained folder) go into: {', '.join(hf)}.", max(width, 60)))
+    lines.append(textwrap.fill("`attnkit COMMAND --help` shows its options, their defaults and an example; docs/ has a page per topic.", max(width, 60)))
+    return "\n".join(lines) + "\n"
 
 
 def build_parser() -> argparse.ArgumentParser:
     from attnkit.families import FAMILIES
 
-    parser = Parser(prog="attnkit", description="Train, decode, evaluate and look inside attention models.")
+    examples = "examples:\n" + "".join(f"  {command}\n      {what}\n" for command, what in EXAMPLES)
+    parser = Parser(prog="attnkit", usage="attnkit [-h] [--version] [-v] COMMAND ...", epilog=examples)
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS, prog="attnkit")
     init.add(sub, FAMILIES)
+    presets.add(sub)
     training.add(sub)
     sweep.add(sub)
     explore.add_evaluate(sub, FAMILIES)
@@ -51,7 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add(sub)
     for family in FAMILIES.values():
         family.add_commands(sub)
+    parser.description = "Train, decode, evaluate and look inside attention models.\n" + command_map(sub)
+    for each in _parsers(parser):
+        each.formatter_class = HelpFormatter
     return parser
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """`parser` and every subcommand's parser under it."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [parser, *(p for a in subs for child in a.choices.values() for p in _parsers(child))]
 
 
 def _setup_logging(verbose: bool) -> None:

@@ -380,7 +380,7 @@ CHECKS = {
     "explain runs/sst5-tour": check_files("plots/sst5-explain.png", "plots/sst5-explain.html"),
     "classify runs/sst5-tour": check_classify,
     "images.py spatial": check_spatial,
-    "caption-shapes data/shapes-tour": check_files("data/shapes-tour/images_valid/valid00000.png"),
+    "caption-shapes --out data/shapes-tour": check_files("data/shapes-tour/images_valid/valid00000.png"),
     "train caption-shapes": check_trained("runs/shapes-tour"),
     "caption runs/shapes-tour": check_caption,
     "images.py conv": check_conv,

@@ -98,7 +98,7 @@ def _write(tmp: Path, name: str, data: str | bytes) -> Path:
 
 
 def _translate_input(data: str | bytes) -> Callable[[Path, Path], list[str]]:
-    return lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", data)), "--output", str(tmp / "out.txt")]
+    return lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", data)), "--out", str(tmp / "out.txt")]
 
 
 def _evaluate(src: str | bytes, ref: str | bytes) -> Callable[[Path, Path], list[str]]:
@@ -114,7 +114,7 @@ def _classify_input(data: str | bytes) -> Callable[[Path, Path], list[str]]:
 
 
 def _evaluate_data(tsv: str) -> Callable[[Path, Path], list[str]]:
-    return lambda tmp, run: ["evaluate", str(run), "--data", str(_write(tmp, "d.tsv", tsv))]
+    return lambda tmp, run: ["evaluate", str(run), "--labelled", str(_write(tmp, "d.tsv", tsv))]
 
 
 def _busy_port() -> int:
@@ -138,7 +138,7 @@ def _fetch_from(tmp: Path, corrupt: bool) -> list[str]:
         victim.write_bytes(gzip.compress(b"tampered\n"))
     else:
         victim.unlink()
-    return ["data", "fetch", "multi30k", "--dest", str(tmp / "dest"), "--from", str(source)]
+    return ["data", "fetch", "multi30k", "--out", str(tmp / "dest"), "--from", str(source)]
 
 
 CASES = [
@@ -171,25 +171,25 @@ CASES = [
     Case("run folder without config.yaml", lambda tmp, run: ["translate", str(tmp)], "config.yaml"),
     Case(
         "input file missing",
-        lambda tmp, run: ["translate", str(run), "--input", str(tmp / "none.txt"), "--output", str(tmp / "out.txt")],
+        lambda tmp, run: ["translate", str(run), "--input", str(tmp / "none.txt"), "--out", str(tmp / "out.txt")],
         "none.txt",
         "out.txt",
     ),
-    Case("input is a directory", lambda tmp, run: ["translate", str(run), "--input", str(tmp), "--output", str(tmp / "out.txt")], "directory", "out.txt"),
+    Case("input is a directory", lambda tmp, run: ["translate", str(run), "--input", str(tmp), "--out", str(tmp / "out.txt")], "directory", "out.txt"),
     Case("invalid UTF-8 input", _translate_input(b"t1 t2\n\xc3\x28 t3\n"), "line 2", "out.txt"),
     Case(
         "input unreadable",
-        lambda tmp, run: ["translate", str(run), "--input", str(_unreadable(tmp)), "--output", str(tmp / "out.txt")],
+        lambda tmp, run: ["translate", str(run), "--input", str(_unreadable(tmp)), "--out", str(tmp / "out.txt")],
         "cannot read",
         "out.txt",
     ),
     Case("a line of 100,000 characters", _translate_input("t1 t2\n" + "t3 " * 33_333 + "t4\n"), "in.txt, line 2: 33334 pieces", "out.txt"),
     Case(
-        "--output under a file",
-        lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--output", str(_write(tmp, "f", "") / "out.txt")],
+        "--out under a file",
+        lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--out", str(_write(tmp, "f", "") / "out.txt")],
         "f/out.txt",
     ),
-    Case("output is a directory", lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--output", str(tmp)], "directory"),
+    Case("output is a directory", lambda tmp, run: ["translate", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--out", str(tmp)], "directory"),
     Case("nbest above beam", lambda tmp, run: ["translate", str(run), "--beam", "2", "--nbest", "3"], "nbest (3) must be <= beam (2)"),
     Case("checkpoint step missing", lambda tmp, run: ["translate", str(run), "--checkpoint", "999"], "999"),
     Case(
@@ -214,23 +214,23 @@ CASES = [
     Case("average: zero checkpoints", lambda tmp, run: ["average", str(run), "--last", "0", "--out", str(tmp / "avg")], "--last", "avg"),
     Case("average: output under a file", lambda tmp, run: ["average", str(run), "--last", "2", "--out", str(_write(tmp, "f", "") / "avg")], "f/avg"),
     # data fetch
-    # classify, embed, explain, evaluate --data (a sentence classifier)
+    # classify, embed, explain, evaluate --labelled (a sentence classifier)
     Case("classify: input file missing", lambda tmp, run: ["classify", str(run), "--input", str(tmp / "none.txt")], "none.txt", run=SASE),
     Case("classify: an empty line", _classify_input("t1 t2\n\nt3\n"), "in.txt, line 2: empty text", run=SASE),
     Case("classify: invalid UTF-8 input", _classify_input(b"t1 t2\n\xff t3\n"), "in.txt, line 2", run=SASE),
     Case("classify: a translation run", _classify_input("t1 t2\n"), "needs a classification run"),
     Case("classify: batch size 0", lambda tmp, run: ["classify", str(run), "--batch-size", "0"], "--batch-size", run=SASE),
-    Case("evaluate --data: unknown label", _evaluate_data("text\tlabel\nt1 t2\tneg\nt3\tmaybe\n"), "line 3: unknown label 'maybe'", run=SASE),
-    Case("evaluate --data: missing column", _evaluate_data("sentence\tlabel\nt1 t2\tneg\n"), "no column 'text'", run=SASE),
-    Case("evaluate --data: a translation run", _evaluate_data("text\tlabel\nt1\tneg\n"), "--src FILE --ref FILE"),
+    Case("evaluate --labelled: unknown label", _evaluate_data("text\tlabel\nt1 t2\tneg\nt3\tmaybe\n"), "line 3: unknown label 'maybe'", run=SASE),
+    Case("evaluate --labelled: missing column", _evaluate_data("sentence\tlabel\nt1 t2\tneg\n"), "no column 'text'", run=SASE),
+    Case("evaluate --labelled: a translation run", _evaluate_data("text\tlabel\nt1\tneg\n"), "--src FILE --ref FILE"),
     Case(
         "embed: output is a directory",
         lambda tmp, run: ["embed", str(run), "--input", str(_write(tmp, "in.txt", "t1\n")), "--out", str(tmp)],
         "directory",
         run=SASE,
     ),
-    Case("explain: no sentence", lambda tmp, run: ["explain", str(run), "--html", str(tmp / "x.html")], "give a sentence", "x.html", run=SASE),
-    Case("explain: --html under a file", lambda tmp, run: ["explain", str(run), "t1 t2", "--html", str(_write(tmp, "f", "") / "x.html")], "f/x.html", run=SASE),
+    Case("explain: no sentence", lambda tmp, run: ["explain", str(run), "--out", str(tmp / "x.html")], "give a sentence", "x.html", run=SASE),
+    Case("explain: --out under a file", lambda tmp, run: ["explain", str(run), "t1 t2", "--out", str(_write(tmp, "f", "") / "x.html")], "f/x.html", run=SASE),
     # serve (refused before it binds)
     Case("serve: run folder missing", lambda tmp, run: ["serve", str(tmp / "norun")], "norun"),
     Case("serve: port out of range", lambda tmp, run: ["serve", str(run), "--port", "99999"], "--port"),
@@ -279,7 +279,7 @@ class Accepted:
 def _same_as_plain(tmp: Path, run: Path, log: str) -> None:
     """out.txt equals the translation of the same text without BOM, CRLF or control characters."""
     plain = _write(tmp, "plain.txt", "t1 t2 t3\nt4 t5\n")
-    assert main(["translate", str(run), "--input", str(plain), "--output", str(tmp / "plain-out.txt")]) == 0
+    assert main(["translate", str(run), "--input", str(plain), "--out", str(tmp / "plain-out.txt")]) == 0
     assert (tmp / "out.txt").read_text() == (tmp / "plain-out.txt").read_text()
 
 

@@ -79,11 +79,11 @@ def _input(tmp: Path) -> str:
 
 # (command, argv from (tmp, run), the run fixture, the file that cannot be written)
 COMMANDS = [
-    ("translate --output", lambda t, r: ["translate", r, "--input", _input(t), "--output", str(t / "out.txt")], "tiny_transformer_run", "out.txt"),
+    ("translate --out", lambda t, r: ["translate", r, "--input", _input(t), "--out", str(t / "out.txt")], "tiny_transformer_run", "out.txt"),
     ("translate --attention", lambda t, r: ["translate", r, "--input", _input(t), "--attention", str(t / "a.jsonl")], "tiny_transformer_run", "a.jsonl"),
     ("report", lambda t, r: ["report", r, "t1 t2", "--out", str(t / "r.html")], "tiny_transformer_run", "r.html"),
     ("plot", lambda t, r: ["plot", r, "t1 t2", "--out", str(t / "plots")], "tiny_transformer_run", "plots/000-encoder-layer1-head1.png"),
-    ("explain --png", lambda t, r: ["explain", r, "t1 t2", "--html", str(t / "x.html"), "--png", str(t / "x.png")], "tiny_sase_run", "x.png"),
+    ("explain --out FILE.png", lambda t, r: ["explain", r, "t1 t2", "--out", str(t / "x.html"), "--out", str(t / "x.png")], "tiny_sase_run", "x.png"),
     ("embed", lambda t, r: ["embed", r, "--input", _input(t), "--out", str(t / "x.npy")], "tiny_sase_run", "x.npy"),
 ]
 

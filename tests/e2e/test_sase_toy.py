@@ -101,7 +101,7 @@ def test_evaluate_prints_accuracy_f1_and_confusion(keyword_run, tmp_path, capsys
     data = tmp_path / "test.tsv"
     data.write_text("sentence\tlabel\n" + "".join(keyword_rows(50, 3)))
     capsys.readouterr()
-    assert main(["evaluate", str(keyword_run), "--data", str(data)]) == 0
+    assert main(["evaluate", str(keyword_run), "--labelled", str(data)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["examples"] == 50 and report["accuracy"] >= 0.95 and report["labels"] == ["neg", "pos"]
     assert sum(map(sum, report["confusion"])) == 50
@@ -110,7 +110,7 @@ def test_evaluate_prints_accuracy_f1_and_confusion(keyword_run, tmp_path, capsys
 
 def test_explain_writes_html_and_png(keyword_run, tmp_path, capsys):
     html, png = tmp_path / "e.html", tmp_path / "e.png"
-    assert main(["explain", str(keyword_run), "w3 good <w4>", "--html", str(html), "--png", str(png)]) == 0
+    assert main(["explain", str(keyword_run), "w3 good <w4>", "--out", str(html), "--out", str(png)]) == 0
     page = html.read_text()
     assert ">&lt;</span>" in page and "<w4>" not in page and "<script" not in page and "http" not in page.split("</head>")[1]
     assert page.count("hop 1</b>") == 1 and png.read_bytes()[:4] == b"\x89PNG"
@@ -119,10 +119,10 @@ def test_explain_writes_html_and_png(keyword_run, tmp_path, capsys):
 @pytest.mark.parametrize(
     "args, data, message",
     [
-        (["evaluate", "RUN", "--data", "DATA"], "text\tlabel\nw1 good\tpos\n", "no column 'sentence' (the header has text, label)"),
-        (["evaluate", "RUN", "--data", "DATA"], "sentence\tlabel\nw1 good\tmaybe\n", "unknown label 'maybe' (known: neg, pos)"),
+        (["evaluate", "RUN", "--labelled", "DATA"], "text\tlabel\nw1 good\tpos\n", "no column 'sentence' (the header has text, label)"),
+        (["evaluate", "RUN", "--labelled", "DATA"], "sentence\tlabel\nw1 good\tmaybe\n", "unknown label 'maybe' (known: neg, pos)"),
         (["classify", "RUN", "--input", "DATA"], "w1 good\n\nbad\n", "DATA, line 2: empty text"),
-        (["evaluate", "RUN", "--src", "DATA", "--ref", "DATA"], "", "a sentence classifier: evaluate it with --data FILE"),
+        (["evaluate", "RUN", "--src", "DATA", "--ref", "DATA"], "", "a sentence classifier: evaluate it with --labelled FILE"),
         (["translate", "RUN", "--input", "DATA"], "w1\n", "a sase model; this command needs a translation run"),
     ],
 )

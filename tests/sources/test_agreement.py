@@ -28,7 +28,7 @@ pytest.importorskip("captum")
 DATA = re.compile(r'id="attention-data">(.*?)</script>', re.S)
 STUB = Path(__file__).resolve().parents[1] / "viz" / "dom_stub.js"
 METHODS = ("ixg", "ig")
-# (model, the kind the output reads, its query row (-1: the last), --output, --words)
+# (model, the kind the output reads, its query row (-1: the last), --attribute-target, --words)
 CASES = [("bert", "encoder", 0, None, False), ("bert", "encoder", 0, None, True), ("llama", "self", -1, None, False), ("marian", "cross", 1, 1, False)]
 
 

@@ -101,7 +101,7 @@ def test_the_npz_of_a_run_carries_attributions_and_their_taus(request, tmp_path,
 @pytest.mark.parametrize("beam", [[], ["--beam", "1"]])
 def test_report_of_a_run_embeds_the_attribution_of_the_output_it_shows(tiny_transformer_run, tmp_path, beam):
     out = tmp_path / "page.html"
-    assert main(["report", str(tiny_transformer_run), TEXT, "--attribute", "ig", "--output", "1", *beam, "--out", str(out)]) == 0
+    assert main(["report", str(tiny_transformer_run), TEXT, "--attribute", "ig", "--attribute-target", "1", *beam, "--out", str(out)]) == 0
     (record,) = json.loads(DATA.search(out.read_text(encoding="utf-8")).group(1))
     a = record["attribution"]
     assert set(a["scores"]) == {"ig"} and a["row"] == 1 and a["compared"]["names"] == ["cross/layer1", "cross/layer2", "rollout"]
@@ -110,9 +110,9 @@ def test_report_of_a_run_embeds_the_attribution_of_the_output_it_shows(tiny_tran
 
 def test_a_run_refuses_an_output_past_its_end_and_words_in_one_line(tiny_transformer_run, tmp_path, capsys):
     args = ["attention", str(tiny_transformer_run), TEXT, "--out", str(tmp_path / "a.npz"), "--attribute", "ig"]
-    assert main([*args, "--output", "99"]) == 2
+    assert main([*args, "--attribute-target", "99"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--output 99: the output has" in err
+    assert err.count("\n") == 1 and "--attribute-target 99: the output has" in err
     assert main([*args, "--words"]) == 2
     assert "leave out --words" in capsys.readouterr().err
     assert not (tmp_path / "a.npz").exists()

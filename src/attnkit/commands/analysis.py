@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, positive_int, read_input
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, add_text, example, positive_int, read_texts
 from attnkit.errors import AttnkitError
 
 SEPARATORS = ("</s>", "[SEP]")
@@ -25,16 +25,21 @@ def head_statistics_of_run(loaded, lines: list[str], separators: list[str], beam
     """Head statistics of each self-attention kind of `loaded`'s outputs for `lines`: kind -> HeadStats."""
     from attnkit.analysis.heads import HeadStats
     from attnkit.families.protocol import ExploreOptions
+    from attnkit.progress import counter
 
     options = ExploreOptions(loaded.run.decode.with_overrides(beam=beam, nbest=1))
     stats: dict[str, HeadStats] = {}
-    for views in loaded.family.views(loaded, lines, options):
-        for view in views:
-            if view.kind not in SELF_ATTENTION:
-                continue
-            if view.kind not in stats:
-                stats[view.kind] = HeadStats(len(view.layers), view.layers[0].size(0), frozenset(separators))
-            stats[view.kind].add(view.layers, view.cols)
+    step = options.decode.batch_size  # the views of one batch at a time, so that the bar moves
+    with counter(len(lines), "heads", unit="sent") as bar:
+        for start in range(0, len(lines), step):
+            for views in loaded.family.views(loaded, lines[start : start + step], options):
+                for view in views:
+                    if view.kind not in SELF_ATTENTION:
+                        continue
+                    if view.kind not in stats:
+                        stats[view.kind] = HeadStats(len(view.layers), view.layers[0].size(0), frozenset(separators))
+                    stats[view.kind].add(view.layers, view.cols)
+                bar.update(1)
     if not stats:
         raise AttnkitError(f"{loaded.folder}: the model has no self-attention over positions ({', '.join(SELF_ATTENTION)}); head statistics need it")
     return stats
@@ -45,9 +50,10 @@ def cmd_heads(args: argparse.Namespace) -> int:
     from attnkit.io import atomic_write_text
     from attnkit.viz.heads import plot_head_grid
 
-    lines = [line for line in read_input(args.input) if line]
+    texts, source = read_texts(args)
+    lines = [line for line in texts if line]
     if not lines:
-        raise AttnkitError(f"{args.input or '<stdin>'}: no sentences")
+        raise AttnkitError(f"{source}: no sentences")
     loaded = load_run(args.run, args.checkpoint, dtype=DTYPES[args.dtype])
     stats = head_statistics_of_run(loaded, lines, args.separators, args.beam)
     out = Path(args.out)
@@ -109,9 +115,10 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="per-head attention statistics over a text file (JSON and a layers x heads plot)",
         description="Per layer and head: entropy, mean attended distance, and the share of attention on the first token, "
         "the separator/end token, punctuation, the previous and the next token (Clark et al. 2019; docs/analysis.md).",
+        epilog=example("attnkit heads runs/m30k --input test.en --out heads/"),
     )
     p.add_argument("run", help="run folder")
-    p.add_argument("--input", help="one sentence a line (default: stdin)")
+    add_text(p)
     p.add_argument("--out", required=True, help="folder for heads.json and heads-KIND.png")
     p.add_argument("--beam", type=positive_int, default=1, help="beam size of the decoded outputs (default 1: greedy)")
     p.add_argument("--separators", nargs="+", default=list(SEPARATORS), help=f"separator/end tokens (default: {' '.join(SEPARATORS)})")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from attnkit.config.args import non_negative_int, positive_int
+from attnkit.config.args import example, non_negative_int, positive_int, renamed
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
@@ -17,7 +17,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
 
     options = AttentionOptions(
         target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow,
-        attribute=tuple(args.attribute or ()), output=args.output, max_new_tokens=args.max_new_tokens, checkpoint=args.checkpoint,
+        attribute=tuple(args.attribute or ()), output=args.attribute_target, max_new_tokens=args.max_new_tokens, checkpoint=args.checkpoint,
     )  # fmt: skip
     summary = export_attention(args.source, args.text, args.out, options)
     print(json.dumps(summary))
@@ -32,6 +32,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="every attention map of one input as one .npz (attnkit runs and Hugging Face models)",
         description="Write tokens and one (heads, queries, keys) float32 array per kind and layer, <kind>/layer<l>, "
         "plus rollout (and flow, attributions) for one input (docs/explorer.md).",
+        epilog=example('attnkit attention bert-base-uncased "The cat sat on the mat." --out cat.npz'),
     )
     p.add_argument("source", help="an attnkit run folder, a Hugging Face model folder (save_pretrained) or a hub id")
     p.add_argument("text", nargs="?", help="the input text (a vision model or a caption run: the image, or --image)")
@@ -42,7 +43,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--words", action="store_true", help="merge subword pieces into words (keys summed, queries averaged)")
     p.add_argument("--flow", nargs="?", const="explained", choices=FLOWS, help=FLOW_HELP)
     p.add_argument("--attribute", nargs="+", choices=METHODS, help="attributions of one output: ixg (input x gradient), ig (integrated gradients)")
-    p.add_argument("--output", type=non_negative_int, help="the output to attribute: a class, a next-token id, or a target position (default: the model's own)")
+    p.add_argument("--attribute-target", type=non_negative_int, metavar="N",
+                   help="with --attribute: the output attributed: a class, a next-token id, or a target position (default: the model's own)")  # fmt: skip
+    renamed(p, "--output", "--attribute-target")
     p.add_argument("--max-new-tokens", type=positive_int, help="encoder-decoder models: the longest greedy output (default: 2 x input + 10)")
     p.add_argument("--checkpoint", default="best", help="attnkit runs: best (default), last, or a step number")
     p.set_defaults(func=cmd_attention)

@@ -11,10 +11,12 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
+from attnkit.config.args import example
+
 
 def load_config(name: str) -> Any:
     """A validated run config: a file, or the name of a built-in preset."""
-    from attnkit.commands.training import config_path
+    from attnkit.commands.presets import config_path
     from attnkit.families import load_config as load
 
     return load(config_path(name))
@@ -25,3 +27,4 @@ def add(sub: argparse._SubParsersAction, families: Mapping[str, Any]) -> None:
     commands = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
     for family in families.values():
         family.data_commands(commands, load_config)
+    data.epilog = example(*(p.epilog.splitlines()[1].strip() for p in commands.choices.values() if p.epilog))  # the tools' own examples

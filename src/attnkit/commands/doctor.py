@@ -10,6 +10,8 @@ import argparse
 import ctypes.util
 import shutil
 
+from attnkit.config.args import example
+
 
 def checks() -> list[tuple[str, bool, str, str]]:
     """(what, present, detail, what its absence costs) for each piece."""
@@ -61,5 +63,6 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="what this machine has that makes attnkit fast, and which optional extras are installed",
         description="Print the CPU and its instruction sets, torch and its threads, bf16 and int8 support, jemalloc, GPUs, chromium and "
         "the optional extras (attnkit[serve], ...), and what each missing piece costs.",
+        epilog=example("attnkit doctor"),
     )
     p.set_defaults(func=cmd_doctor)

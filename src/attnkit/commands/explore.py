@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, non_negative_float, non_negative_int, port, positive_int, read_input
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, example, non_negative_float, non_negative_int, port, positive_int, read_input, renamed
 from attnkit.errors import AttnkitError
 
 
@@ -51,14 +51,14 @@ def _source_options(args: argparse.Namespace):
         if getattr(args, name, None) is not None:
             raise AttnkitError(f"{args.run}: --{name} is for attnkit runs (they decode); a Hugging Face model reads --target")
     return AttentionOptions(target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow,
-                            attribute=tuple(getattr(args, "attribute", None) or ()), output=getattr(args, "output", None))  # fmt: skip
+                            attribute=tuple(getattr(args, "attribute", None) or ()), output=getattr(args, "attribute_target", None))  # fmt: skip
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
-    own = ("view",) if args.func is cmd_plot else ("attribute", "output")  # what a run takes too
-    for name in ("target", "image", "view", "attribute", "output"):
+    own = ("view",) if args.func is cmd_plot else ("attribute", "attribute_target")  # what a run takes too
+    for name in ("target", "image", "view", "attribute", "attribute_target"):
         if getattr(args, name, None) is not None and name not in own:
-            raise AttnkitError(f"{args.run}: --{name} is for Hugging Face models")
+            raise AttnkitError(f"{args.run}: --{name.replace('_', '-')} is for Hugging Face models")
     if args.truncate or args.flow:
         raise AttnkitError(f"{args.run}: --{'truncate' if args.truncate else 'flow'} is for Hugging Face models")
 
@@ -134,7 +134,7 @@ def _run_attribution(loaded, line: str, options, args: argparse.Namespace) -> di
     if args.words:
         raise AttnkitError(f"{args.run}: --attribute scores an attnkit run's pieces; leave out --words")
     shown = replace(loaded, run=loaded.run.model_copy(update={"decode": options.decode}))
-    arrays, _ = collect(shown, line, AttentionOptions(attribute=tuple(args.attribute), output=args.output), args.max_cells)
+    arrays, _ = collect(shown, line, AttentionOptions(attribute=tuple(args.attribute), output=args.attribute_target), args.max_cells)
     return build_attribution(arrays)
 
 
@@ -168,7 +168,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from attnkit.serve.app import Batching, Limits, serve
 
-    workers = args.batch_workers or torch.get_num_threads()  # as `translate --workers`: a step's small operations share threads badly
+    workers = args.workers or torch.get_num_threads()  # as `translate --workers`: a step's small operations share threads badly
     serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars, args.max_cells),
           batching=Batching(args.batch_window_ms, args.max_batch, workers), checkpoint=args.checkpoint, dtype=args.dtype,
           hf=args.hf or (), engine=args.engine)  # fmt: skip
@@ -180,8 +180,9 @@ def add_evaluate(sub: argparse._SubParsersAction, families: dict) -> None:
         "evaluate",
         help="score a run on a test set, as JSON",
         description="Score a run on held-out data and print JSON; which options apply depends on the run's model family (each family adds its own).",
+        epilog=example("attnkit evaluate runs/m30k --src test.en --ref test.de --beam 5"),
     )
-    p.add_argument("run")
+    p.add_argument("run", help="run folder")
     add_checkpoint(p)
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     add_dtype(p)
@@ -226,10 +227,14 @@ def add(sub: argparse._SubParsersAction) -> None:
     from attnkit.sources.options import METHODS
     from attnkit.sources.page import MAX_CELLS
 
-    for name, help, out in (("plot", "PNG heatmaps of every attention map of a run's outputs, or its training curves (--metrics)",
-                             "folder for the PNG files (--view, --metrics: a .png or .svg file)"),
-                            ("report", "a self-contained HTML report of outputs and their attention (and a run's training curves)", "the HTML file to write")):  # fmt: skip
-        p = sub.add_parser(name, help=help, description=f"{help[0].upper()}{help[1:]} (TEXT, --input or stdin; docs/explorer.md).")
+    for name, help, out, eg in (
+        ("plot", "PNG heatmaps of every attention map of a run's outputs or of a Hugging Face model's, or a run's training curves (--metrics)",
+         "folder for the PNG files (--view, --metrics: a .png or .svg file)",
+         'attnkit plot Helsinki-NLP/opus-mt-en-de "A dog runs." --view heatmap --out dog.png'),
+        ("report", "a self-contained HTML report of outputs and their attention (runs and Hugging Face models; a run's training curves)",
+         "the HTML file to write", 'attnkit report runs/m30k "A dog runs in the park." --out report.html'),
+    ):  # fmt: skip
+        p = sub.add_parser(name, help=help, description=f"{help[0].upper()}{help[1:]} (TEXT, --input or stdin; docs/explorer.md).", epilog=example(eg))
         p.add_argument("run", metavar="SOURCE", help="a run folder (`attnkit train`), a Hugging Face model folder or a hub id")
         if name == "plot":
             p.add_argument("text", nargs="*", metavar="TEXT", help="a sentence (instead of --input); with --metrics: more runs to overlay")
@@ -243,7 +248,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         if name == "report":
             p.add_argument("--nbest", type=positive_int, help="hypotheses listed per sentence (default: the beam size)")
             p.add_argument("--attribute", nargs="+", choices=METHODS, help="attributions of one output, with Kendall tau (translation runs too)")
-            p.add_argument("--output", type=non_negative_int, help="with --attribute: a class, next-token id or target position (default: 0)")
+            p.add_argument("--attribute-target", type=non_negative_int, metavar="N",
+                           help="with --attribute: the output attributed: a class, next-token id or target position (default: 0)")  # fmt: skip
+            renamed(p, "--output", "--attribute-target")
         else:
             _add_view_arguments(p)
             p.add_argument("--metrics", action="store_true",
@@ -255,8 +262,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "serve",
-        help="a local web UI and JSON API for every loaded run",
+        help="a local web UI and JSON API for runs (and Hugging Face models on its /attention page)",
         description="Serve runs on local web pages (one per model family) and a JSON API (each family's POST /v1/... route, /v1/models, /healthz, /openapi.json).",
+        epilog=example("attnkit serve runs/m30k --hf Helsinki-NLP/opus-mt-en-de --port 8000"),
     )
     p.add_argument("runs", nargs="*", metavar="RUN", help="run folders (each served under its folder name)")
     p.add_argument("--hf", action="append", metavar="SOURCE", help="a Hugging Face model folder or hub id for the /attention page (repeat for more)")
@@ -267,8 +275,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights of one /attention page (default {MAX_CELLS:,})")
     p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
     p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
-    p.add_argument("--batch-workers", type=positive_int,
+    p.add_argument("--workers", type=positive_int,
                    help="batches decoded at once per model, one thread each with threads/N intra-op threads (default: the number of threads)")  # fmt: skip
+    renamed(p, "--batch-workers", "--workers")
     add_checkpoint(p)
     add_dtype(p)
     from attnkit.families import FAMILIES

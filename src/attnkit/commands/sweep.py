@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attnkit.commands.training import config_path
-from attnkit.config.args import positive_float, positive_int
+from attnkit.commands.presets import config_path
+from attnkit.config.args import example, positive_float, positive_int, renamed
 
 
 def _sweep_from_args(args: argparse.Namespace):
@@ -36,7 +36,7 @@ def _sweep_from_args(args: argparse.Namespace):
 def cmd_sweep(args: argparse.Namespace) -> int:
     from attnkit.train.sweep import run_sweep
 
-    outcome = run_sweep(_sweep_from_args(args), args.out, jobs=args.jobs, data_dir=args.data)
+    outcome = run_sweep(_sweep_from_args(args), args.out, jobs=args.workers, data_dir=args.data)
     if outcome.interrupted:
         return 0
     print(f"{len(outcome.rows)} variants trained; table: {Path(args.out) / 'table.md'} (and table.json, table.png)")
@@ -49,6 +49,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="train variants of a config for a fixed budget each and tabulate them",
         description="Train each variant of a config (from --grid or a sweep file's named variants) for the same budget, "
         "one run folder each under --out, and write table.md, table.json and table.png. Rerun the same command to continue a stopped sweep.",
+        epilog=example("attnkit sweep toy-reverse --grid model.heads=2,4 --steps 200 --out runs/sweep"),
     )
     p.add_argument("config", help="config file or preset name (configs/*.yaml), or a sweep file (configs/sweeps/*.yaml)")
     p.add_argument("--out", required=True, help="sweep folder: one run folder per variant, and the tables")
@@ -58,6 +59,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     budget.add_argument("--steps", type=positive_int, help="updates per variant")
     budget.add_argument("--minutes", type=positive_float, help="minutes of training per variant")
     p.add_argument("--only", metavar="NAME,NAME", help="train only these variants (e.g. two rows of a sweep file, into their own --out)")
-    p.add_argument("--jobs", type=positive_int, default=1, help="variants trained at once, each in its own process (default 1: one after another)")
+    p.add_argument("--workers", type=positive_int, default=1, help="variants trained at once, each in its own process (default 1: one after another)")
+    renamed(p, "--jobs", "--workers")
     p.add_argument("--data", help="folder holding the corpus (as attnkit train --data)")
     p.set_defaults(func=cmd_sweep)

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from attnkit.config.args import positive_float, positive_int
+from attnkit.commands.presets import PRESETS, config_path
+from attnkit.config.args import example, positive_float, positive_int
 
-PRESETS = Path(__file__).resolve().parent.parent / "presets"
-
-
-def config_path(name: str) -> Path:
-    """A config file path, or the name of a built-in preset (e.g. `m30k-small`)."""
-    path = Path(name)
-    if path.exists() or path.suffix:
-        return path
-    preset = PRESETS / f"{name}.yaml"
-    return preset if preset.is_file() else path
+__all__ = ["PRESETS", "add", "config_path"]
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -81,9 +72,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "train", help="train a model from a YAML config", description="Train a model described by a YAML config (or a preset name such as m30k-small)."
+        "train",
+        help="train a model from a YAML config or a preset (`--init` starts from an imported Hugging Face model)",
+        description="Train a model described by a YAML config (or a preset name such as m30k-small; `attnkit presets` lists them).",
+        epilog=example("attnkit train toy-reverse --out runs/toy"),
     )
-    p.add_argument("config", help="config file or preset name (configs/*.yaml)")
+    p.add_argument("config", help="config file or preset name (`attnkit presets`)")
     p.add_argument("--out", required=True, help="run folder for checkpoints, config.yaml and metrics.jsonl")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value, e.g. --set model.layers=6 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
@@ -97,17 +91,21 @@ def add(sub: argparse._SubParsersAction) -> None:
         "average",
         help="average the last N checkpoints into a new run folder",
         description="Average the weights of the last N checkpoints (Vaswani et al. sec. 6.1).",
+        epilog=example("attnkit average runs/m30k --last 5 --out runs/m30k-avg5"),
     )
-    p.add_argument("run")
+    p.add_argument("run", help="run folder")
     p.add_argument("--last", type=positive_int, required=True, help="how many of the latest checkpoints")
     p.add_argument("--out", required=True, help="new run folder")
     p.set_defaults(func=cmd_average)
 
     p = sub.add_parser(
-        "config", help="validate a config and print it fully resolved", description="Validate a config (with --set overrides) and print every setting."
+        "config",
+        help="validate a config and print it fully resolved",
+        description="Validate a config (with --set overrides) and print every setting.",
+        epilog=example("attnkit config m30k-small --set model.layers=6"),
     )
-    p.add_argument("config")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("config", help="config file or preset name (`attnkit presets`)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value (repeatable)")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser(
@@ -115,6 +113,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="the first run: train a translator for a few minutes, translate, score and show its attention",
         description="Train the Luong-attention LSTM on Multi30k En->De for a few hundred updates, translate the test set (beam 5), print BLEU "
         "and samples, write a cross-attention heatmap and an HTML report, and print the command that serves the model.",
+        epilog=example("attnkit demo --minutes 3"),
     )
     p.add_argument("--steps", type=positive_int, help='updates to train (default: the demo\'s own number, README "The demo")')
     p.add_argument("--minutes", type=positive_float, default=6.0, help="stop training earlier once this many minutes have passed")

@@ -62,3 +62,47 @@ def read_input(path: str | None) -> list[str]:
         except UnicodeDecodeError as e:
             raise DataError(f"<stdin>: invalid UTF-8 at byte {e.start}") from None
     return read_lines(path)
+
+
+def add_text(parser: argparse.ArgumentParser, what: str = "sentences") -> None:
+    """The house way to take text: TEXT arguments, else `--input FILE` (one a line), else stdin."""
+    parser.add_argument("text", nargs="*", help=f"{what} (default: --input, else stdin, one a line)")
+    parser.add_argument("--input", metavar="FILE", help=f"a file of {what}, one a line (default: stdin)")
+
+
+def read_texts(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The texts of `add_text` (TEXT arguments, --input or stdin) and where they came from: `text`, the
+    file or `<stdin>` (errors name a line as `f"{source}, line {n}"`)."""
+    if args.text and args.input:
+        raise DataError(f"give text or --input {args.input}, not both")
+    if args.text:
+        return list(args.text), "text"
+    return read_input(args.input), args.input or "<stdin>"
+
+
+class Renamed(argparse.Action):
+    """An old spelling of an option (or a positional): one deprecation line on stderr, then it does
+    what the new option does, into the same destination. Hidden from the help."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: argparse.Action, old: str, **kwargs: Any) -> None:
+        nargs = "?" if not option_strings else new.nargs
+        super().__init__(option_strings, new.dest, nargs=nargs, type=new.type, choices=new.choices, default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS, metavar=new.metavar)  # fmt: skip
+        self.new, self.old = new, old
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        name = self.new.option_strings[0] if self.new.option_strings else self.new.dest.upper()
+        old = self.old if self.option_strings else f"{self.old.upper()} as a positional argument"
+        print(f"attnkit: {old} is deprecated and will be removed; use {name}", file=sys.stderr)
+        self.new(parser, namespace, values, name)
+
+
+def renamed(container: argparse._ActionsContainer, old: str, new: str) -> None:
+    """Keep `old` (an option such as `--output`, or a positional's name such as `out`) working as the
+    option `new` of `container` (a parser, or the group holding `new`)."""
+    container.add_argument(old, action=Renamed, new=container._option_string_actions[new], old=old)
+
+
+def example(*lines: str) -> str:
+    """A parser's epilog: its example command lines."""
+    return "example:\n" + "".join(f"  {line}\n" for line in lines)

@@ -5,7 +5,7 @@ endpoints (`attnkit.families.protocol.Api`), the `/attention` page over every ru
 model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), a run's training curves
 (`GET /v1/models/{name}/metrics`: `serve/curves.py`), `/static/*` (plain-JS and CSS assets),
 `GET /v1/models`, `GET /healthz`, `/openapi.json`.
-Every model runs on its own `DynamicBatcher` threads (`Batching.workers`, `--batch-workers`), and
+Every model runs on its own `DynamicBatcher` threads (`Batching.workers`, `--workers`), and
 decodes with attnkit's search or the engine `--engine` names (`Family.engines`). Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
 `serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a

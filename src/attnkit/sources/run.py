@@ -31,7 +31,7 @@ OUTPUT_KINDS = ("cross", "decoder_self")  # the kinds whose queries are the mode
 
 
 def output_row(views: list, output: int | None) -> tuple[str, int | None] | None:
-    """(kind, query row) the explained output reads (the attributed one; flow's default rows): row t (`--output`, default 0) of the cross attention,
+    """(kind, query row) the explained output reads (the attributed one; flow's default rows): row t (`--attribute-target`, default 0) of the cross attention,
     else every row of the first kind (None: their mean); None when t is past the output (the family's
     score function says so in one line)."""
     cross = next((v for v in views if v.kind == "cross"), None)

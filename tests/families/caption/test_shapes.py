@@ -48,7 +48,7 @@ def test_held_out_bleu4_and_attention_on_the_named_object(shapes_run):
 def test_caption_evaluate_report_and_png(shapes_run, tmp_path, capsys):
     root, scenes = shapes_run
     image = str(root / "data" / "images_valid" / "valid00000.png")
-    assert main(["caption", str(root / "run"), image, "--beam", "3", "--nbest", "2", "--attention-png", str(tmp_path / "a.png")]) == 0
+    assert main(["caption", str(root / "run"), image, "--beam", "3", "--nbest", "2", "--out", str(tmp_path / "a.png")]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and lines[0].split("\t")[2] == scenes[0].caption
     assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -102,7 +102,7 @@ def test_bad_image_is_one_line_and_writes_nothing(shapes_run, tmp_path, capsys, 
     else:
         bad.write_bytes(b"not an image" if kind == "text" else _truncated_jpeg())
     good = str(root / "data" / "images_valid" / "valid00000.png")
-    code = main(["caption", str(root / "run"), good, str(bad), "--attention-png", str(tmp_path / "out.png")])
+    code = main(["caption", str(root / "run"), good, str(bad), "--out", str(tmp_path / "out.png")])
     err = capsys.readouterr()
     assert code != 0 and message in err.err and str(bad) in err.err and err.out == ""
     assert not list(tmp_path.glob("out*.png"))

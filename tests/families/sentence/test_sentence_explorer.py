@@ -147,7 +147,7 @@ def test_f_is_the_log_probability_of_the_class_and_ig_is_complete(request, fixtu
 def test_the_npz_and_the_page_carry_attributions_and_their_taus(tiny_sase_run, tmp_path, capsys):
     pytest.importorskip("captum")
     out = tmp_path / "attr.npz"
-    assert main(["attention", str(tiny_sase_run), TEXT, "--out", str(out), "--attribute", "ixg", "ig", "--output", "1"]) == 0
+    assert main(["attention", str(tiny_sase_run), TEXT, "--out", str(out), "--attribute", "ixg", "ig", "--attribute-target", "1"]) == 0
     assert json.loads(capsys.readouterr().out)["attributed"] == "class 1 (pos)"
     z = np.load(out)
     assert z["attr/output"][0] == "class 1 (pos)" and z["attr/ig"].shape == z["attr/ixg"].shape == (4,)
@@ -157,7 +157,7 @@ def test_the_npz_and_the_page_carry_attributions_and_their_taus(tiny_sase_run, t
     for method in ("ixg", "ig"):
         assert z[f"tau/{method}"][0] == pytest.approx(kendall_tau(torch.from_numpy(z["tau/rows"][0]), torch.from_numpy(z[f"attr/{method}"]).abs()))
     page = tmp_path / "attr.html"
-    assert main(["report", str(tiny_sase_run), TEXT, "--attribute", "ig", "--output", "1", "--out", str(page)]) == 0
+    assert main(["report", str(tiny_sase_run), TEXT, "--attribute", "ig", "--attribute-target", "1", "--out", str(page)]) == 0
     (record,) = json.loads(DATA.findall(page.read_text(encoding="utf-8"))[0])
     a = record["attribution"]
     assert a["output"] == "class 1 (pos)" and a["row"] is None and a["tokens"] == WORDS
@@ -173,8 +173,8 @@ def test_bad_input_is_one_line(tiny_sase_run, tmp_path, capsys):
         return lines[0]
 
     out = str(tmp_path / "a.npz")
-    assert "--output 2: the model has 2 classes (0-1: neg, pos)" in error(
-        "attention", str(tiny_sase_run), TEXT, "--out", out, "--attribute", "ig", "--output", "2"
+    assert "--attribute-target 2: the model has 2 classes (0-1: neg, pos)" in error(
+        "attention", str(tiny_sase_run), TEXT, "--out", out, "--attribute", "ig", "--attribute-target", "2"
     )
     mean = make_run(tmp_path / "tiny-mean", {**TINY_SASE, "pooling": "mean"}, ["neg", "pos"])  # no attention pooling
     assert "tiny-mean: the model has no attention maps" in error("attention", str(mean), TEXT, "--out", out)

@@ -96,7 +96,7 @@ def test_translate_mask_heads_on_a_run(tiny_transformer_run, tmp_path, capsys) -
     outputs = {}
     for name, extra in {"plain": [], "empty": ["--mask-heads", ""], "masked": ["--mask-heads", "encoder:1.1,decoder_self:2.2,cross:1.2,cross:2.1"]}.items():
         out = tmp_path / f"{name}.txt"
-        assert main(["translate", str(tiny_transformer_run), "--input", str(source), "--output", str(out), "--beam", "1", *extra]) == 0
+        assert main(["translate", str(tiny_transformer_run), "--input", str(source), "--out", str(out), "--beam", "1", *extra]) == 0
         outputs[name] = out.read_text(encoding="utf-8")
     assert outputs["empty"] == outputs["plain"] and outputs["masked"] != outputs["plain"]
     assert main(["translate", str(tiny_transformer_run), "--input", str(source), "--mask-heads", "cross:3.1"]) == 2

@@ -63,7 +63,7 @@ def test_fetch_from_a_local_copy_extracts_every_corpus(tmp_path: Path, monkeypat
     x = pair.split("-")[1]
     expected = _fixtures(tmp_path / "archives", pair, monkeypatch)
     dest = tmp_path / "wmt"
-    assert main(["data", "fetch", "wmt14", "--pair", pair, "--dest", str(dest), "--from", str(tmp_path / "archives")]) == 0
+    assert main(["data", "fetch", "wmt14", "--pair", pair, "--out", str(dest), "--from", str(tmp_path / "archives")]) == 0
     assert capsys.readouterr().out.startswith(f"wmt14 {pair}: archives verified; 6 text files in {dest}")
     for lang in ("en", x):
         assert gzip.decompress((dest / f"train.{lang}.gz").read_bytes()) == b"".join(expected[lang])  # a \r inside a line stays
@@ -75,7 +75,7 @@ def test_fetch_from_a_local_copy_extracts_every_corpus(tmp_path: Path, monkeypat
     assert splits["train"] == (str(dest / "train.en.gz"), str(dest / f"train.{x}.gz")) and splits["test"][1] == str(dest / f"newstest2014.{x}")
     # A rerun keeps the verified archives (nothing is copied again).
     monkeypatch.setattr(wmt14, "fetch_file", lambda *a: pytest.fail("fetched a verified archive again"))
-    assert main(["data", "fetch", "wmt14", "--pair", pair, "--dest", str(dest), "--from", str(tmp_path / "archives")]) == 0
+    assert main(["data", "fetch", "wmt14", "--pair", pair, "--out", str(dest), "--from", str(tmp_path / "archives")]) == 0
 
 
 def test_tampered_archive_or_uneven_corpus_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
@@ -84,13 +84,13 @@ def test_tampered_archive_or_uneven_corpus_is_one_line(tmp_path: Path, monkeypat
     expected = wmt14.ARCHIVES[nc.name].checksum[1]
     nc.write_bytes(nc.read_bytes() + b"x")
     dest = tmp_path / "wmt"
-    assert main(["data", "fetch", "wmt14", "--dest", str(dest), "--from", str(tmp_path / "archives")]) == 2
+    assert main(["data", "fetch", "wmt14", "--out", str(dest), "--from", str(tmp_path / "archives")]) == 2
     actual = hashlib.sha256(nc.read_bytes()).hexdigest()
     assert capsys.readouterr().err.splitlines()[-1] == f"attnkit: error: {nc}: sha256 mismatch: expected {expected}, got {actual}"  # after the copy's bar
     assert not (dest / "downloads" / nc.name).exists() and not list((dest / "downloads").glob("*.part"))
 
     _fixtures(tmp_path / "uneven", "en-de", monkeypatch, short="commoncrawl")
-    assert main(["data", "fetch", "wmt14", "--dest", str(dest), "--from", str(tmp_path / "uneven")]) == 2
+    assert main(["data", "fetch", "wmt14", "--out", str(dest), "--from", str(tmp_path / "uneven")]) == 2
     err = capsys.readouterr().err
     assert err.endswith("commoncrawl has 3 English and 2 de lines; the archive is not the published one\n") and not (dest / "train.en.gz").exists()
 
@@ -100,4 +100,4 @@ def test_paper_presets_without_the_data_name_the_fetch_command(tmp_path: Path, c
         assert main(["train", preset, "--out", str(tmp_path / preset), "--data", str(tmp_path / "none")]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"attnkit: error: WMT14 en-de not found in {tmp_path / 'none'} (missing train.en.gz") and "\n" not in err
-        assert err.endswith(f"run `attnkit data fetch wmt14 --pair en-de --dest {tmp_path / 'none'}`, or pass --data DIR")
+        assert err.endswith(f"run `attnkit data fetch wmt14 --pair en-de --out {tmp_path / 'none'}`, or pass --data DIR")

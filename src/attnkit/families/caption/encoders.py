@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from attnkit.errors import CheckpointError, DataError, MissingExtra
 from attnkit.extras import install_command
 from attnkit.families.caption import lite0
 from attnkit.families.caption.images import ImageSource
+from attnkit.progress import counter
 
 log = logging.getLogger("attnkit")
 
@@ -92,16 +92,16 @@ def grid_features(encoder: nn.Module, images: Tensor) -> Tensor:
 def extract_features(encoder: nn.Module, source: ImageSource, names: Sequence[str], size: int, batch_size: int = 32) -> Tensor:
     """Features of the images `names` of `source` through a frozen encoder, ``(N, P, C)`` float16.
 
-    The encoder runs in eval mode and channels-last (faster on CPU, same values).
+    The encoder runs in eval mode and channels-last (faster on CPU, same values); a `progress.counter`
+    shows the images done.
     """
     encoder = encoder.eval().to(memory_format=torch.channels_last)
-    chunks, start = [], time.monotonic()
-    for i in range(0, len(names), batch_size):
-        images = source.load(names[i : i + batch_size], size=size).contiguous(memory_format=torch.channels_last)  # (B, 3, H, W)
-        chunks.append(grid_features(encoder, images).to(torch.float16))  # (B, P, C)
-        done = min(i + batch_size, len(names))
-        if done % (batch_size * 20) == 0 or done == len(names):
-            log.info("features: %d/%d images (%.1f images/s)", done, len(names), done / (time.monotonic() - start))
+    chunks = []
+    with counter(len(names), "features", unit="img") as bar:
+        for i in range(0, len(names), batch_size):
+            images = source.load(names[i : i + batch_size], size=size).contiguous(memory_format=torch.channels_last)  # (B, 3, H, W)
+            chunks.append(grid_features(encoder, images).to(torch.float16))  # (B, P, C)
+            bar.update(images.size(0))
     return torch.cat(chunks)  # (N, P, C)
 
 

@@ -9,7 +9,7 @@ model can) shows no word, and its row is left out with it (`word_attention`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,8 +57,9 @@ def search(model: torch.nn.Module, cells: torch.Tensor, decode: Decode, max_len:
 
 @torch.inference_mode()
 def caption_images(loaded: LoadedRun, images: Sequence[str | Path | bytes], decode: Decode | None = None, *,
-                   names: Sequence[str] | None = None, batch_size: int = 16) -> list[CaptionResult]:  # fmt: skip
-    """Caption `images` (paths or encoded bytes; `names` name bytes in errors) with a loaded run.
+                   names: Sequence[str] | None = None, batch_size: int = 16, progress: Callable[[int], None] | None = None) -> list[CaptionResult]:  # fmt: skip
+    """Caption `images` (paths or encoded bytes; `names` name bytes in errors) with a loaded run;
+    `progress(n)` is called with the number of images of each batch captioned.
 
     Raises:
         DataError: an input that is not a readable image (naming it).
@@ -83,6 +84,8 @@ def caption_images(loaded: LoadedRun, images: Sequence[str | Path | bytes], deco
             words = vocab.decode(best.tokens) + (["</s>"] if best.finished else [])
             nbest = [(detokenize(vocab, h.tokens), h.score) for h in hyps]
             results.append(CaptionResult(detokenize(vocab, best.tokens), words, best.score, word_attention(best), model.grid, nbest))
+        if progress is not None:
+            progress(len(chunk))
     return results
 
 

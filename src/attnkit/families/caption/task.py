@@ -37,6 +37,7 @@ from attnkit.families.caption.images import ImageSource
 from attnkit.families.caption.model import ShowAttendTell, build, doubly_stochastic
 from attnkit.families.caption.scores import bleu4
 from attnkit.precision import autocast
+from attnkit.progress import counter
 
 log = logging.getLogger("attnkit")
 
@@ -207,11 +208,13 @@ class CaptionTask:
         if t.eval_decode:
             n = min(t.eval_max_sentences or len(split.names), len(split.names))
             hyps = []
-            for start in range(0, n, 64):
-                index = list(range(start, min(start + 64, n)))
-                cells = cells_of(model, collate_split(split, index, self.run.model.input_size).inputs.to(device))  # (B, P, C)
-                keep = torch.ones(cells.shape[:2], dtype=torch.bool, device=device)  # (B, P)
-                found = greedy(model, cells, keep, max_len_a=0.0, max_len_b=self.run.data.max_len + 1, bos=BOS, eos=EOS)
-                hyps += [detokenize(self.vocabs.vocab, h.tokens) for h in found]
+            with counter(n, "validating", unit="img") as bar:
+                for start in range(0, n, 64):
+                    index = list(range(start, min(start + 64, n)))
+                    cells = cells_of(model, collate_split(split, index, self.run.model.input_size).inputs.to(device))  # (B, P, C)
+                    keep = torch.ones(cells.shape[:2], dtype=torch.bool, device=device)  # (B, P)
+                    found = greedy(model, cells, keep, max_len_a=0.0, max_len_b=self.run.data.max_len + 1, bos=BOS, eos=EOS)
+                    hyps += [detokenize(self.vocabs.vocab, h.tokens) for h in found]
+                    bar.update(len(index))
             metrics["bleu4"] = bleu4(hyps, split.references[:n])
         return metrics

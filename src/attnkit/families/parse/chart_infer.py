@@ -9,7 +9,7 @@ vocabularies, else the seq2seq search (`infer.parse_words`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +25,7 @@ from attnkit.families.parse.evalb import score
 from attnkit.families.parse.evalb_params import COLLINS
 from attnkit.families.parse.infer import ParseResult, best_tags, parse_words, tag_accuracy
 from attnkit.families.parse.trees import Tree
+from attnkit.progress import counter
 
 
 @dataclass
@@ -65,8 +66,10 @@ def _tags_of(model: nn.Module, vocabs: ChartVocabs, y: Tensor, words: list[list[
 
 @torch.inference_mode()
 def parse_chart(model: nn.Module, vocabs: ChartVocabs, sentences: Sequence[Sequence[str]], decode: Decode, *,
-                tags: Sequence[Sequence[str]] | None = None, return_attention: bool = False, source: str = "input") -> list[ChartResult]:  # fmt: skip
-    """Parse tokenised sentences (module docstring); `return_attention` adds the span charts and maps.
+                tags: Sequence[Sequence[str]] | None = None, return_attention: bool = False, source: str = "input",
+                progress: Callable[[int], None] | None = None) -> list[ChartResult]:  # fmt: skip
+    """Parse tokenised sentences (module docstring); `return_attention` adds the span charts and maps;
+    `progress(n)` is called with the number of sentences of each batch parsed.
 
     Raises:
         DataError: A sentence with no words, or longer than `decode.max_src_len` or the model's positions (naming it).
@@ -93,6 +96,8 @@ def parse_chart(model: nn.Module, vocabs: ChartVocabs, sentences: Sequence[Seque
             results[i] = ChartResult(words[b], tree, [], found.score, True, False, None, predicted[b] if predicted else None,
                                      chart=span_chart(chart, found.spans, vocabs.labels) if return_attention else None,
                                      maps=[w[b, :, : n + 2, : n + 2].float().cpu() for w in maps] if return_attention else None)  # fmt: skip
+        if progress is not None:
+            progress(len(index))
     return [r for r in results if r is not None]
 
 
@@ -106,7 +111,9 @@ def parse(model: nn.Module, vocabs: object, sentences: Sequence[Sequence[str]], 
 def dev_f1(model: nn.Module, vocabs: ChartVocabs, gold: Sequence[Tree], batch_size: int = 64) -> dict[str, float]:
     """EVALB (COLLINS.prm) F1, all lengths, and exact match of parses of the gold trees' sentences
     with their gold tags; with a tagger, its accuracy (`tag_acc`)."""
-    results = parse_chart(model, vocabs, [t.words() for t in gold], Decode(batch_size=batch_size), tags=[t.tags() for t in gold], source="dev")
+    with counter(len(gold), "validating", unit="sent") as bar:
+        results = parse_chart(model, vocabs, [t.words() for t in gold], Decode(batch_size=batch_size), tags=[t.tags() for t in gold], source="dev",
+                              progress=bar.update)  # fmt: skip
     summary = score(list(gold), [r.tree for r in results], COLLINS).summary()["all"]
     metrics = {"f1": summary["fmeasure"] or 0.0, "exact": summary["complete_match"] / 100}
     if getattr(model, "tagger", None) is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.artifacts.runs import LoadedRun, load_run
-from attnkit.config.args import add_checkpoint, positive_int, read_input
+from attnkit.config.args import add_checkpoint, add_text, example, positive_int, read_texts
 from attnkit.config.schema import Decode
 from attnkit.errors import AttnkitError, DataError
 from attnkit.families.parse.chart_codec import ChartVocabs
@@ -20,19 +20,22 @@ from attnkit.families.parse.evalb_params import COLLINS, read_params
 from attnkit.families.parse.infer import tag_accuracy
 from attnkit.families.parse.trees import Tree, preprocess_treebank, read_treebank, split_sample, split_wsj
 from attnkit.families.protocol import add_once
+from attnkit.progress import counter
 
 
 def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p = sub.add_parser("parse", help="constituency trees of sentences (parsing runs)",
-                       description="Parse sentences (one a line, tokenised PTB-style; --raw to tokenise) into one bracketed tree a line.")  # fmt: skip
+                       description="Parse sentences (one a line, tokenised PTB-style; --raw to tokenise) into one bracketed tree a line.",
+                       epilog=example('attnkit parse runs/parse-ptb "The cat sat on the mat ."'))  # fmt: skip
     p.add_argument("run", help="run folder of a parsing model")
-    p.add_argument("--input", help="input file, one sentence a line (default: stdin)")
+    add_text(p, "sentences (tokenised PTB-style, or --raw)")
     p.add_argument("--raw", action="store_true", help="the lines are raw text: tokenise them PTB-style first")
     add_decode_arguments(p)
     add_checkpoint(p)
     p.set_defaults(func=cmd_parse, family=family)
     e = sub.add_parser("evalb", help="score two bracketed-tree files as EVALB does (COLLINS.prm by default)",
-                       description="EVALB (Sekine & Collins 1997): GOLD and TEST hold one bracketed sentence a line; prints the summary as JSON.")  # fmt: skip
+                       description="EVALB (Sekine & Collins 1997): GOLD and TEST hold one bracketed sentence a line; prints the summary as JSON.",
+                       epilog=example("attnkit evalb gold.txt parsed.txt --table"))  # fmt: skip
     e.add_argument("gold", help="gold trees, one a line")
     e.add_argument("test", help="parsed trees, one a line (a blank line is a skipped sentence)")
     e.add_argument("--params", help="an EVALB parameter file (default: COLLINS.prm's settings)")
@@ -51,10 +54,10 @@ def decode_settings(loaded: LoadedRun, args: argparse.Namespace) -> Decode:
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    lines = read_input(args.input)
+    lines, source = read_texts(args)
     sentences = [tokenize(line) if args.raw else line.split() for line in lines]
     loaded = load_run(args.run, args.family, args.checkpoint)
-    results = parse(loaded.model, loaded.vocabs, sentences, decode_settings(loaded, args), source=f"{args.input or '<stdin>'}")
+    results = parse(loaded.model, loaded.vocabs, sentences, decode_settings(loaded, args), source=source)
     for r in results:
         print(r.tree)
     return 0
@@ -102,7 +105,9 @@ def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     loaded = load()
     gold = gold_trees(args.trees, args.split, loaded.run)
     decode = decode_settings(loaded, args)
-    results = parse(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees)
+    with counter(len(gold), "evaluating", unit="sent") as bar:
+        results = parse(loaded.model, loaded.vocabs, [t.words() for t in gold], decode, tags=[t.tags() for t in gold], source=args.trees,
+                        progress=bar.update)  # fmt: skip
     report = score(gold, [r.tree for r in results], COLLINS).summary()
     tagger = getattr(loaded.model, "tagger", None) is not None
     if tagger:

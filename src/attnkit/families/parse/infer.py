@@ -8,7 +8,7 @@ with EOS is a valid tree (`linear.delinearise`); one cut at the step limit is me
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -92,9 +92,11 @@ def parse_words(
     tags: Sequence[Sequence[str]] | None = None,
     return_attention: bool = False,
     source: str = "input",
+    progress: Callable[[int], None] | None = None,
 ) -> list[ParseResult]:
     """Parse tokenised sentences. The trees carry `tags` (gold, for scoring), else the model's
-    tagger's (`predict_tags`, also in `ParseResult.tags`), else `codec.guess_tags`.
+    tagger's (`predict_tags`, also in `ParseResult.tags`), else `codec.guess_tags`. `progress(n)` is
+    called with the number of sentences of each batch parsed.
 
     Raises:
         DataError: A sentence with no words, or longer than `decode.max_src_len` (naming it).
@@ -120,6 +122,8 @@ def parse_words(
                                                return_attention=return_attention)]  # fmt: skip
         for i, hyp in zip(index, found):
             hyps[i] = hyp
+        if progress is not None:
+            progress(len(index))
     results = []
     for i, hyp in enumerate(hyps):
         assert hyp is not None

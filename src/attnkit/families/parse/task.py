@@ -34,6 +34,7 @@ from attnkit.families.parse.evalb_params import COLLINS
 from attnkit.families.parse.infer import parse_words, tag_accuracy
 from attnkit.families.parse.model import Parser
 from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank, read_tree_file, read_treebank, split_sample, split_wsj
+from attnkit.progress import counter
 
 log = logging.getLogger("attnkit")
 
@@ -153,7 +154,8 @@ def dev_f1(model: nn.Module, vocabs: ParseVocabs, gold: list[str], decode, devic
     tagger also gets its tagging accuracy (`tag_acc`).
     """
     trees = [parse_trees(line)[0] for line in gold]
-    results = parse_words(model, vocabs, [t.words() for t in trees], decode, tags=[t.tags() for t in trees])
+    with counter(len(trees), "validating", unit="sent") as bar:
+        results = parse_words(model, vocabs, [t.words() for t in trees], decode, tags=[t.tags() for t in trees], progress=bar.update)
     summary = score(trees, [r.tree for r in results], COLLINS).summary()["all"]
     metrics = {"f1": summary["fmeasure"] or 0.0, "exact": summary["complete_match"] / 100, "repaired": sum(r.repaired for r in results)}
     if getattr(model, "tagger", None) is not None:

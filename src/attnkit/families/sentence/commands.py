@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from attnkit.artifacts.runs import LoadedRun, load_run
-from attnkit.config.args import add_checkpoint, positive_int, read_input
+from attnkit.config.args import add_checkpoint, add_text, example, positive_int, read_texts, renamed
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import add_once
 from attnkit.families.sentence.explain import write_html, write_png
@@ -17,23 +17,27 @@ from attnkit.families.sentence.infer import classify_texts, embed_texts, evaluat
 from attnkit.io import atomic_path
 
 VERBS = {
-    "classify": "label and class probabilities of each sentence",
-    "embed": "sentence embeddings M (r x 2u, flattened) as .npy",
-    "explain": "HTML/PNG of the words each attention hop looked at",
+    "classify": ("label and class probabilities of each sentence", 'attnkit classify runs/sst5 "a gripping, funny film"'),
+    "embed": ("sentence embeddings M (r x 2u, flattened) as .npy", "attnkit embed runs/sst5 --input sentences.txt --out embeddings.npy"),
+    "explain": ("HTML/PNG of the words each attention hop looked at", 'attnkit explain runs/sst5 "a gripping, funny film" --out hops.html'),
 }
 
 
 def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
-    for name, help in VERBS.items():
+    for name, (help, eg) in VERBS.items():
         p = sub.add_parser(
-            name, help=help, description=f"Sentence classifiers (sase runs): {help}. One sentence a line (premise<TAB>hypothesis for pair models)."
+            name,
+            help=help,
+            description=f"Sentence classifiers (sase runs): {help}. One sentence a line (premise<TAB>hypothesis for pair models).",
+            epilog=example(eg),
         )
         p.add_argument("run", help="run folder of a sase model")
+        add_text(p, "sentences (premise<TAB>hypothesis for pair models)")
         if name == "explain":
-            p.add_argument("text", nargs="*", help="sentences to explain (or --input)")
-            p.add_argument("--html", required=True, metavar="OUT.html", help="self-contained HTML page")
-            p.add_argument("--png", metavar="OUT.png", help="also a PNG image")
-        p.add_argument("--input", help="input file, one sentence a line (default: stdin)")
+            out = p.add_mutually_exclusive_group(required=True)
+            out.add_argument("--out", action="append", metavar="FILE", help="OUT.html: a self-contained HTML page; OUT.png: a PNG image (repeat for both)")
+            renamed(out, "--html", "--out")
+            renamed(p, "--png", "--out")
         if name == "embed":
             p.add_argument("--out", required=True, metavar="X.npy", help="output .npy file (N rows)")
             p.add_argument("--mean-hops", action="store_true", help="the mean over the r hops (N x 2u) instead of flattened M")
@@ -46,9 +50,8 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
 
 def _texts(args: argparse.Namespace) -> tuple[list[str], str]:
     """The texts to classify (the TEXT arguments, --input or stdin) and how errors name one."""
-    if getattr(args, "text", None):
-        return list(args.text), "text"
-    return read_input(args.input), f"{args.input or '<stdin>'}, line"
+    texts, source = read_texts(args)
+    return texts, source if args.text else f"{source}, line"
 
 
 def _classifier(args: argparse.Namespace) -> LoadedRun:
@@ -82,26 +85,34 @@ def cmd_embed(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     if not args.text and not args.input:
         raise AttnkitError("give a sentence (or several) or --input FILE")
+    for out in args.out:
+        if Path(out).suffix.lower() not in (".html", ".htm", ".png"):
+            raise AttnkitError(f"--out {out}: expected a .html or .png file")
     loaded = _classifier(args)
     if loaded.run.model.pooling != "attention":
         raise AttnkitError(f"{args.run}: model.pooling is {loaded.run.model.pooling!r}; only attention pooling has weights to show")
     texts, source = _texts(args)
     results = classify_texts(loaded, texts, args.batch_size, source=source)
-    write_html(args.html, results, title=f"attnkit explain: {args.run}")
-    if args.png:
-        write_png(args.png, results)
-    print(f"wrote {args.html}" + (f" and {args.png}" if args.png else ""))
+    for out in args.out:
+        if Path(out).suffix.lower() == ".png":
+            write_png(out, results)
+        else:
+            write_html(out, results, title=f"attnkit explain: {args.run}")
+    print(f"wrote {' and '.join(args.out)}")
     return 0
 
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> list[str]:
     """`attnkit evaluate` options of sentence classifiers; returns their names."""
-    add_once(parser, "--data", help="labelled file (sentence classifiers): SST trees, SNLI TSV, or TSV/CSV/JSONL with the run's columns")
-    return ["data"]
+    add_once(
+        parser, "--labelled", metavar="FILE", help="sentence classifiers: the labelled test file (SST trees, SNLI TSV, or TSV/CSV/JSONL with the run's columns)"
+    )
+    renamed(parser, "--data", "--labelled")
+    return ["labelled"]
 
 
 def evaluate(args: argparse.Namespace, load: Callable[[], LoadedRun]) -> dict:
     """Check the options, then load the run (`load()`) and score it."""
-    if not args.data:
-        raise AttnkitError(f"{args.run}: a sentence classifier: evaluate it with --data FILE")
-    return evaluate_labelled(load(), args.data, args.batch_size)
+    if not args.labelled:
+        raise AttnkitError(f"{args.run}: a sentence classifier: evaluate it with --labelled FILE")
+    return evaluate_labelled(load(), args.labelled, args.batch_size)

@@ -10,7 +10,7 @@ not). A model without attention pooling has no maps. `records` are the report's 
 page's) records with the same maps added.
 
 `score_function` is the family's `Family.attribution`: f(word embeddings (N, n, E)) = log p(c | x) (N,)
-(`class_score`), c the predicted class or `--output c`, over the premise's word embeddings (what the
+(`class_score`), c the predicted class or `--attribute-target c`, over the premise's word embeddings (what the
 model's embedding module gives, before the bi-LSTM); a pair's hypothesis keeps its own.
 `benchmarks/sst_attention_attribution.py` attributes with the same `class_score` (or its logit, as
 its published figures did).
@@ -85,7 +85,7 @@ def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Ca
     result = classify_texts(loaded, [line])[0]
     c = labels.index(result.label) if output is None else output
     if not 0 <= c < len(labels):
-        raise AttnkitError(f"{loaded.folder}: --output {c}: the model has {len(labels)} classes (0-{len(labels) - 1}: {', '.join(labels)})")
+        raise AttnkitError(f"{loaded.folder}: --attribute-target {c}: the model has {len(labels)} classes (0-{len(labels) - 1}: {', '.join(labels)})")
     inputs = model_inputs(loaded, line)  # (tokens, keep[, tokens2, keep2]), each (1, S)
     with torch.no_grad():
         x = loaded.model.embedding(inputs[0])[0].float()  # (n, E)

@@ -10,7 +10,7 @@ premise's (and `tokens2`, `attention2` the hypothesis's).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from attnkit.errors import DataError
 from attnkit.evaluate.metrics import accuracy, confusion_matrix, macro_f1
 from attnkit.families.sentence.codec import words
 from attnkit.families.sentence.data import LabelledText, read_labelled, read_snli, read_sst_trees
+from attnkit.progress import counter
 
 
 @dataclass
@@ -87,7 +88,8 @@ def model_inputs(loaded: LoadedRun, text: str) -> tuple[torch.Tensor, ...]:
 
 
 @torch.inference_mode()
-def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *, source: str = "text") -> list[ClassifyResult]:
+def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *, source: str = "text",
+                   progress: Callable[[int], None] | None = None) -> list[ClassifyResult]:  # fmt: skip
     """Classify texts with a loaded sase run (`attnkit.families.load_run`).
 
     Args:
@@ -95,6 +97,7 @@ def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *,
         texts: One sentence (or ``premise<TAB>hypothesis``) each.
         batch_size: Texts per forward pass.
         source: Names a text in errors: ``f"{source} {i}"`` with i counted from 1.
+        progress: Called with the number of texts of each batch classified.
 
     Raises:
         DataError: An empty text (nothing left after normalization), or a pair without a tab.
@@ -110,6 +113,8 @@ def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *,
             a = [] if output.attention is None else output.attention[row, :, : len(words)].float().tolist()  # (R, n)
             a2 = None if words2 is None else [] if output.attention2 is None else output.attention2[row, :, : len(words2)].float().tolist()  # (R, n2)
             results.append(ClassifyResult(labels[max(range(len(p)), key=p.__getitem__)], dict(zip(labels, p)), words, a, words2, a2))
+        if progress is not None:
+            progress(len(probs))
     return results
 
 
@@ -156,7 +161,8 @@ def evaluate_labelled(loaded: LoadedRun, path: str | Path, batch_size: int = 64)
     labels = loaded.vocabs.labels
     examples = read_eval_file(loaded, path)
     texts = [e.text if e.text2 is None else f"{e.text}\t{e.text2}" for e in examples]
-    results = classify_texts(loaded, texts, batch_size, source=f"{path}, example")
+    with counter(len(texts), "evaluating", unit="sent") as bar:
+        results = classify_texts(loaded, texts, batch_size, source=f"{path}, example", progress=bar.update)
     pred = [labels.index(r.label) for r in results]
     gold = [labels.index(e.label) for e in examples]
     return {

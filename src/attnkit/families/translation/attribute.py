@@ -1,6 +1,6 @@
 """The score a translation's attributions explain: log p(y_t | y_<t, x) as a function of the source embeddings.
 
-`attnkit attention RUN TEXT --attribute ixg ig --output t` (`Family.attribution`) decodes the line
+`attnkit attention RUN TEXT --attribute ixg ig --attribute-target t` (`Family.attribution`) decodes the line
 as the explorer does (the run's decoding settings, the best hypothesis: the output whose attention
 the page and the npz show), then scores output position t of that hypothesis teacher-forced: the
 decoder reads BOS and the hypothesis's own tokens before t, and f is the log-probability of the
@@ -59,7 +59,7 @@ def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Ca
     best = translate(model, vocabs, [line], loaded.run.decode.with_overrides(nbest=1))[0][0]
     t = 0 if output is None else output
     if not 0 <= t < len(best.tgt_pieces):
-        raise AttnkitError(f"{loaded.folder}: --output {t}: the output has {len(best.tgt_pieces)} positions ({' '.join(best.tgt_pieces)})")
+        raise AttnkitError(f"{loaded.folder}: --attribute-target {t}: the output has {len(best.tgt_pieces)} positions ({' '.join(best.tgt_pieces)})")
     # The emitted ids (EOS last when the hypothesis finished); as in the explorer's maps
     # (`teacher_forced`) the decoder reads BOS and all of them but the last.
     ids = vocabs.tgt_vocab.encode(best.tgt_pieces[:-1] if best.finished else best.tgt_pieces) + [EOS] * best.finished  # (T,)

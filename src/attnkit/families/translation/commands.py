@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attnkit.artifacts.runs import LoadedRun, load_run
-from attnkit.config.args import add_checkpoint, add_dtype, non_negative_float, positive_int, read_input
+from attnkit.config.args import add_checkpoint, add_dtype, add_text, example, non_negative_float, positive_int, read_texts, renamed
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import ATTNKIT, add_once, check_engine, engine_names, load_engine_run
 from attnkit.families.translation.evaluate import evaluate_run
@@ -32,11 +32,15 @@ def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p = sub.add_parser(
-        "translate", help="translate text with a trained run", description="Translate one sentence a line (stdin or --input) to stdout or --output."
+        "translate",
+        help="translate text with a trained run (or a Hugging Face MarianMT model after `attnkit import hf`)",
+        description="Translate sentences (TEXT, --input or stdin, one a line) to stdout or --out.",
+        epilog=example('attnkit translate runs/m30k "A dog runs in the park."'),
     )
-    p.add_argument("run", help="run folder written by `attnkit train` or `attnkit average`")
-    p.add_argument("--input", help="input file (default: stdin)")
-    p.add_argument("--output", help="output file (default: stdout)")
+    p.add_argument("run", help="run folder written by `attnkit train`, `attnkit average` or `attnkit import hf`")
+    add_text(p)
+    p.add_argument("--out", metavar="FILE", help="the translations' file (default: stdout)")
+    renamed(p, "--output", "--out")
     add_decode_arguments(p)
     p.add_argument("--nbest", type=positive_int, default=1, help="print N hypotheses per line as `index<TAB>score<TAB>text`")
     p.add_argument("--attention", metavar="FILE.jsonl", help="also write source/target pieces and cross-attention per sentence")
@@ -49,7 +53,8 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
                    help="what searches: attnkit (default), or ctranslate2 (the run exported once to RUN/engines/; attention from attnkit's model)")  # fmt: skip
     p.set_defaults(func=cmd_translate, family=family)
     p = sub.add_parser("export", help="export a trained run to CTranslate2, ONNX or Hugging Face (Marian)",
-                       description="Write a run's model for another engine (docs/deployment.md).")  # fmt: skip
+                       description="Write a run's model for another engine (docs/deployment.md).",
+                       epilog=example("attnkit export runs/m30k --format ctranslate2 --out runs/m30k-ct2"))  # fmt: skip
     p.add_argument("run", help="run folder written by `attnkit train` or `attnkit average`")
     p.add_argument("--format", choices=["ctranslate2", "onnx", "hf"], required=True, help="the engine to export for (hf: a MarianMTModel folder)")
     p.add_argument("--out", required=True, help="the export folder to write (replaced if it holds an earlier export)")
@@ -57,7 +62,8 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     add_checkpoint(p)
     p.set_defaults(func=cmd_export, family=family)
     p = sub.add_parser("import", help="import a Hugging Face MarianMT model (OPUS-MT) as a run folder",
-                       description="Make an attnkit run folder of a MarianMT model: a local folder, or a Hub id when online (docs/deployment.md).")  # fmt: skip
+                       description="Make an attnkit run folder of a MarianMT model: a local folder, or a Hub id when online (docs/deployment.md).",
+                       epilog=example("attnkit import hf Helsinki-NLP/opus-mt-en-de --out runs/opus-en-de"))  # fmt: skip
     p.add_argument("format", choices=["hf"], help="hf: a MarianMT model (config.json, model.safetensors, source.spm, target.spm, vocab.json)")
     p.add_argument("source", help="a local folder, or a Hub id such as Helsinki-NLP/opus-mt-en-de")
     p.add_argument("--out", required=True, help="the run folder to write (must not exist)")
@@ -65,7 +71,7 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    for path in (args.output, args.attention):  # fail before decoding, not after
+    for path in (args.out, args.attention):  # fail before decoding, not after
         if path and Path(path).is_dir():
             raise AttnkitError(f"{path}: is a directory, expected a file path")
     if args.engine != ATTNKIT:
@@ -75,17 +81,17 @@ def cmd_translate(args: argparse.Namespace) -> int:
                 raise AttnkitError(f"--{option.replace('_', '-')}: for attnkit's own search, not --engine {args.engine}")
     loaded = load_engine_run(args.run, args.family, args.checkpoint, args.dtype, args.engine)
     decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha, nbest=args.nbest, batch_size=args.batch_size, workers=args.workers)
-    lines = read_input(args.input)
+    lines, source = read_texts(args)
     with counter(len(lines), "translating", unit="sent") as bar:
         results = translate_run(loaded, lines, decode, model=masked(loaded.model, args.mask_heads), return_attention=args.attention is not None,
-                                progress=bar.update, source=args.input or "<stdin>")  # fmt: skip
+                                progress=bar.update, source=source)  # fmt: skip
     if args.nbest > 1:
         out = [f"{i}\t{h.score:.4f}\t{h.text}" for i, nbest in enumerate(results) for h in nbest]
     else:
         out = [nbest[0].text for nbest in results]
     text = "".join(line + "\n" for line in out)
-    if args.output:
-        atomic_write_text(args.output, text)
+    if args.out:
+        atomic_write_text(args.out, text)
     else:
         sys.stdout.write(text)
     if args.attention:

@@ -46,7 +46,7 @@ def multi30k_dir(data: Data, override: str | None = None) -> Path:
     for folder in candidates:
         if (Path(folder) / f"train.{data.src_lang}.gz").is_file():
             return Path(folder)
-    raise DataError(f"Multi30k not found in {', '.join(map(str, candidates))} (run `attnkit data fetch multi30k --dest data/multi30k`, or pass --data DIR)")
+    raise DataError(f"Multi30k not found in {', '.join(map(str, candidates))} (run `attnkit data fetch multi30k --out data/multi30k`, or pass --data DIR)")
 
 
 WMT14_SPLITS = {"train": "train", "valid": "newstest2013", "test": "newstest2014"}
@@ -67,7 +67,7 @@ def wmt14_dir(data: Data, override: str | None = None) -> Path:
     missing = [f.name for stem in WMT14_SPLITS.values() for lang in langs if not (f := _wmt14_file(folder, stem, lang)).is_file()]
     if missing:
         raise DataError(
-            f"WMT14 {pair} not found in {folder} (missing {', '.join(missing)}): run `attnkit data fetch wmt14 --pair {pair} --dest {folder}`, or pass --data DIR"
+            f"WMT14 {pair} not found in {folder} (missing {', '.join(missing)}): run `attnkit data fetch wmt14 --pair {pair} --out {folder}`, or pass --data DIR"
         )
     return folder
 

@@ -26,8 +26,10 @@ from attnkit.data.vocab import Vocabulary
 from attnkit.errors import DataError
 from attnkit.families.translation.check import check_parallel
 from attnkit.io import atomic_write_text
+from attnkit.progress import counter
 
 logger = logging.getLogger("attnkit")
+PREPARE_STEPS = 5  # check train, check valid, the tokenizers, encode train, encode valid
 
 Pairs = list[tuple[str, str]]
 Source = tuple[str | Path, str | Path] | Pairs  # (source file, target file), or text pairs
@@ -100,22 +102,23 @@ def prepare_translation(
     """
     checked: dict[str, Pairs] = {}
     skipped: dict[str, dict[str, int]] = {}
-    for split, source in (("train", train), ("valid", valid)):
-        checked[split], skipped[split] = _load(source, max_len=max_len, max_ratio=max_ratio, policy=check_policy)
-    if not checked["train"]:
-        raise DataError(f"no training pairs ({_describe(train)})")
-    src_tok, tgt_tok, src_vocab, tgt_vocab = given or _tokenizers(
-        checked["train"],
-        tokenizer,
-        vocab_size=vocab_size,
-        joint=joint,
-        cache_dir=cache_dir,
-        seed=seed,
-    )
     examples: dict[str, list[Example]] = {}
     dropped: dict[str, dict[str, int]] = {}
-    for split, pairs in checked.items():
-        examples[split], dropped[split] = encode_pairs(pairs, src_tok, src_vocab, tgt_tok, tgt_vocab, max_len=max_len)
+    with counter(PREPARE_STEPS, "preparing data", unit="step") as bar:  # the stage it is in, in the postfix
+        for split, source in (("train", train), ("valid", valid)):
+            bar.set_postfix_str(f"checking {split}")
+            checked[split], skipped[split] = _load(source, max_len=max_len, max_ratio=max_ratio, policy=check_policy)
+            bar.update(1)
+        if not checked["train"]:
+            raise DataError(f"no training pairs ({_describe(train)})")
+        bar.set_postfix_str(f"{tokenizer} tokenizer")
+        src_tok, tgt_tok, src_vocab, tgt_vocab = given or _tokenizers(checked["train"], tokenizer, vocab_size=vocab_size, joint=joint,
+                                                                      cache_dir=cache_dir, seed=seed)  # fmt: skip
+        bar.update(1)
+        for split, pairs in checked.items():
+            bar.set_postfix_str(f"encoding {split}")
+            examples[split], dropped[split] = encode_pairs(pairs, src_tok, src_vocab, tgt_tok, tgt_vocab, max_len=max_len)
+            bar.update(1)
     if not examples["train"]:
         raise DataError(f"no training examples left after checks and filters ({_describe(train)})")
     logger.info(

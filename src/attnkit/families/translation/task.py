@@ -30,6 +30,7 @@ from attnkit.families.translation.model import build
 from attnkit.families.translation.prepare import prepare_translation
 from attnkit.families.translation.translate import detokenize, search_ids
 from attnkit.models.transformer import Transformer
+from attnkit.progress import counter
 
 
 @dataclass
@@ -147,7 +148,9 @@ class TranslationTask:
         if t.eval_decode:
             n = t.eval_max_sentences or len(data.valid_src)
             decode = run.decode.with_overrides(beam=t.eval_beam, nbest=1)
-            hyps = [detokenize(data.vocabs, nbest[0]) for nbest in search_ids(model, data.valid_src[:n], decode, device=device)]
+            with counter(n, "validating", unit="sent") as bar:
+                found = search_ids(model, data.valid_src[:n], decode, device=device, progress=bar.update)
+            hyps = [detokenize(data.vocabs, nbest[0]) for nbest in found]
             scores = score_translations(hyps, data.valid_ref[:n])
             metrics["bleu"] = scores["bleu"]
             metrics["exact"] = sum(h == r for h, r in zip(hyps, data.valid_ref[:n])) / max(n, 1)

@@ -4,11 +4,11 @@ The score f of an embedded input (`attnkit.analysis.attribution`: (N, T, D) -> (
 model from its token ids with the input embedding module's output replaced by the given
 embeddings (a forward hook, so scaling and positions are added after it as the model does):
 
-- a classifier (`...ForSequenceClassification`): the logit of a class (`--output`, default the
+- a classifier (`...ForSequenceClassification`): the logit of a class (`--attribute-target`, default the
   predicted one);
-- a decoder-only language model: the log-probability of the next token after the text (`--output`
+- a decoder-only language model: the log-probability of the next token after the text (`--attribute-target`
   a token id, default the most likely);
-- an encoder-decoder model: the log-probability of output position t (`--output t`, default 0)
+- an encoder-decoder model: the log-probability of output position t (`--attribute-target t`, default 0)
   of the target, over the source tokens (the decoder input stays as it is).
 
 Vision models and models without such a head are refused with one line.
@@ -59,17 +59,17 @@ def score_function(hf: HfModel, prep: Prepared, output: int | None) -> tuple[Cal
     if hf.arch == "encoder":
         c = int(logits[0].argmax()) if output is None else output
         if not 0 <= c < logits.size(-1):
-            raise AttnkitError(f"{hf.name}: --output {c}: the model has {logits.size(-1)} classes")
+            raise AttnkitError(f"{hf.name}: --attribute-target {c}: the model has {logits.size(-1)} classes")
         label = hf.model.config.id2label.get(c, str(c))
         return lambda e: _run(hf, prep, embedding, e)[:, c].float(), x, f"class {c} ({label})"
     if hf.arch == "decoder":
         tok = int(logits[0, -1].argmax()) if output is None else output
         if not 0 <= tok < logits.size(-1):
-            raise AttnkitError(f"{hf.name}: --output {tok}: the vocabulary has {logits.size(-1)} tokens")
+            raise AttnkitError(f"{hf.name}: --attribute-target {tok}: the vocabulary has {logits.size(-1)} tokens")
         text = hf.tokenizer.convert_ids_to_tokens(tok)
         return lambda e: _run(hf, prep, embedding, e)[:, -1].float().log_softmax(-1)[:, tok], x, f"next token {text!r} ({tok})"
     t = 0 if output is None else output
     if not 0 <= t < len(prep.output_tokens):
-        raise AttnkitError(f"{hf.name}: --output {t}: the target has {len(prep.output_tokens)} positions")
+        raise AttnkitError(f"{hf.name}: --attribute-target {t}: the target has {len(prep.output_tokens)} positions")
     tok = prep.output_ids[t]
     return lambda e: _run(hf, prep, embedding, e)[:, t].float().log_softmax(-1)[:, tok], x, f"output {t} {prep.output_tokens[t]!r}"

@@ -1,0 +1,91 @@
+"""`attnkit --help` (the command map and its examples), a subcommand's help (defaults, example),
+`attnkit presets`, and "did you mean" for a mistyped command, choice or preset."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from attnkit.cli import GROUPS, build_parser, main
+from attnkit.commands.presets import PRESETS, config_path, summary
+
+
+def registered() -> list[str]:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
+def top_help(capsys) -> str:
+    assert main(["--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_every_command_is_listed_once_in_its_group(capsys):
+    text = top_help(capsys)
+    groups = re.split(r"^(\w+):$", text.split("\noptions:")[0], flags=re.M)[1:]
+    listed = {group: re.findall(r"^  (\S+)", body, flags=re.M) for group, body in zip(groups[::2], groups[1::2])}
+    names = [name for names in listed.values() for name in names]
+    assert sorted(names) == sorted(registered()), "each registered command exactly once"
+    assert list(listed)[:5] == ["start", "train", "use", "explore", "deploy"]
+    for group, members in listed.items():
+        assert all(name in GROUPS.get(group, ()) for name in members) or group == "other"
+
+
+def test_a_command_missing_from_the_groups_is_listed_under_other(monkeypatch, capsys):
+    monkeypatch.setitem(GROUPS, "use", tuple(n for n in GROUPS["use"] if n != "translate"))
+    text = top_help(capsys)
+    assert re.search(r"^other:\n  translate ", text, flags=re.M)
+
+
+def test_the_map_names_hugging_face_models_and_ends_with_three_examples(capsys):
+    text = top_help(capsys)
+    hf = re.search(r"Hugging Face models \(a hub id or a save_pretrained folder\) go into: ([^.]+)\.", " ".join(text.split()))
+    assert hf and {"attention", "plot", "report", "serve", "import"} <= set(hf.group(1).split(", "))
+    examples = text.split("\nexamples:\n")[1]
+    commands = re.findall(r"^  attnkit .+$", examples, flags=re.M)
+    assert len(commands) == 3 and any("Helsinki-NLP/" in c for c in commands)
+
+
+def test_a_subcommand_shows_its_defaults_and_an_example(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["evaluate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sentences per batch (default: 64)" in text
+    assert "--dtype {fp32,bf16,int8}" in text and "(default: fp32)" in text
+    assert "example: attnkit evaluate runs/" in text
+    assert "(default: None)" not in text and "(default: False)" not in text
+
+
+def test_presets_lists_each_preset_with_one_line(capsys):
+    assert main(["presets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in lines]
+    assert names == sorted([*(p.stem for p in PRESETS.glob("*.yaml")), *(f"sweeps/{p.stem}" for p in PRESETS.glob("sweeps/*.yaml"))])
+    assert next(line for line in lines if line.startswith("toy-reverse ")).endswith("in under a minute on 2 cores")
+    assert summary(PRESETS / "m30k-small.yaml") == 'Transformer sized for Multi30k En->De on a CPU (PEERS.md\'s "M30K-small")'
+
+
+def test_an_unknown_preset_says_did_you_mean(tmp_path, capsys):
+    assert main(["train", "m30k-smal", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err == "attnkit: error: m30k-smal: no such config file or preset; did you mean m30k-small? (`attnkit presets` lists them)\n"
+    assert not (tmp_path / "run").exists()
+    assert config_path("toy-reverse") == PRESETS / "toy-reverse.yaml"
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [(["trian"], "did you mean train?"), (["data", "fecth"], "did you mean fetch?"), (["translate", "RUN", "--dtype", "fp23"], "did you mean fp32?")],
+)
+def test_an_unknown_command_or_choice_says_did_you_mean(argv, hint, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("attnkit: error: ") and hint in err
+
+
+def test_an_unknown_command_with_no_near_name_lists_the_commands(capsys):
+    assert main(["zzzzzz"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "choose from " in err and "translate" in err
