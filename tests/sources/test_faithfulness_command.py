@@ -49,7 +49,7 @@ def _pad_probs(model, ids: list[int], replaced: list[list[int]], c: int) -> list
 
 def test_a_sentence_classifier_end_to_end(tiny_sase_run, tmp_path, capsys):
     data, out = _data(tmp_path, SENTENCES), tmp_path / "out"
-    assert main(["faithfulness", str(tiny_sase_run), "--data", str(data), "--out", str(out)]) == 0
+    assert main(["faithfulness", str(tiny_sase_run), "--input", str(data), "--out", str(out)]) == 0
     assert "3 texts, 3 outputs, 5 rankings" in capsys.readouterr().out
     doc = json.loads((out / "faithfulness.json").read_text())
     assert list(doc["methods"]) == ["hops/layer1", "ixg", "ig", "loo", "random"]
@@ -191,9 +191,22 @@ def test_a_run_stopped_after_two_texts_resumes_to_the_same_summary(tiny_sase_run
     assert [r.get("index") for r in _lines(out)] == [None, 0, 1, 2]
 
 
+def test_texts_as_arguments_are_a_data_set_in_the_out_folder(tiny_sase_run, tmp_path, capsys):
+    """TEXT arguments (the CLI convention) are measured as a file of them would be, and kept as OUT/texts.txt."""
+    out = tmp_path / "out"
+    assert main(["faithfulness", str(tiny_sase_run), *SENTENCES[:2], "--out", str(out), "--methods", "random"]) == 0
+    assert "2 texts" in capsys.readouterr().out
+    assert (out / "texts.txt").read_text() == "".join(t + "\n" for t in SENTENCES[:2])
+    assert main(["faithfulness", str(tiny_sase_run), "--data", str(out / "texts.txt"), "--out", str(tmp_path / "b"), "--methods", "random"]) == 0
+    assert "--data is deprecated" in capsys.readouterr().err
+    assert (out / "faithfulness.json").read_text().replace(str(out / "texts.txt"), "") == (tmp_path / "b" / "faithfulness.json").read_text().replace(
+        str(out / "texts.txt"), ""
+    )
+
+
 def test_another_model_data_file_or_settings_is_refused_in_one_line(tiny_sase_run, tiny_rnn_run, tmp_path, capsys):
     data, out = _data(tmp_path, SENTENCES[:1]), tmp_path / "out"
-    args = ["faithfulness", str(tiny_sase_run), "--data", str(data), "--out", str(out), "--methods", "random"]
+    args = ["faithfulness", str(tiny_sase_run), "--input", str(data), "--out", str(out), "--methods", "random"]
     assert main(args) == 0
     capsys.readouterr()
     assert main([*args, "--seed", "1"]) == 2
@@ -202,7 +215,7 @@ def test_another_model_data_file_or_settings_is_refused_in_one_line(tiny_sase_ru
         == f"attnkit: error: {out / EXAMPLES}: written for another settings; cannot resume: use another --out or delete the file"
     )
     assert (
-        main(["faithfulness", str(tiny_sase_run), "--data", str(_data(tmp_path, SENTENCES[1:2], "other.tsv")), "--out", str(out), "--methods", "random"]) == 2
+        main(["faithfulness", str(tiny_sase_run), "--input", str(_data(tmp_path, SENTENCES[1:2], "other.tsv")), "--out", str(out), "--methods", "random"]) == 2
     )
     assert "written for another data file;" in capsys.readouterr().err
     with pytest.raises(AttnkitError, match="written for another model;"):
@@ -257,7 +270,7 @@ def test_a_model_without_a_class_to_explain_is_refused_in_one_line(hf_folder, tm
     data = tmp_path / "a.txt"
     data.write_text("the cat sat\n", encoding="utf-8")
     folder = hf_folder(name)
-    assert main(["faithfulness", str(folder), "--data", str(data), "--out", str(tmp_path / "o")]) == 2
+    assert main(["faithfulness", str(folder), "--input", str(data), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     want = "has no sequence-classification head" if name == "distilbert" else "this is a decoder model"
     assert len(err) == 1 and err[0].startswith(f"attnkit: error: {folder}: ") and want in err[0]
@@ -286,7 +299,7 @@ def test_a_text_the_model_cannot_take_is_named_by_file_and_number(hf_folder, tmp
     data = tmp_path / "a.txt"
     data.write_text("the cat sat\n" + "the dog ran " * 20 + "\n", encoding="utf-8")  # 60 words: over the 32 positions
     folder = hf_folder("bert")
-    assert main(["faithfulness", str(folder), "--data", str(data), "--out", str(tmp_path / "o"), "--methods", "random"]) == 2
+    assert main(["faithfulness", str(folder), "--input", str(data), "--out", str(tmp_path / "o"), "--methods", "random"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"attnkit: error: {data}, text 2: {folder}: the text is 62 tokens, the model takes at most 32 (--truncate cuts it)"
     assert len(_lines(tmp_path / "o")) == 2  # the header and the first text, done before the error

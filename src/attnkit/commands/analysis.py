@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, add_text, example, positive_int, read_texts
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, add_text, example, positive_int, read_texts, renamed
 from attnkit.errors import AttnkitError
 
 SEPARATORS = ("</s>", "[SEP]")
@@ -79,11 +79,25 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
             bar.total = total
             bar.update(done - bar.n)
 
-        doc = run_faithfulness(loaded, args.source, args.data, args.out, settings, args.limit, progress)
+        doc = run_faithfulness(loaded, args.source, _data_set(args), args.out, settings, args.limit, progress)
     out = Path(args.out)
     print(f"wrote {out / 'faithfulness.json'}, {out / 'faithfulness.md'} and {out / 'deletion.png'}: "
           f"{doc['run']['examples']} texts, {doc['outputs']} outputs, {len(doc['methods'])} rankings")  # fmt: skip
     return 0
+
+
+def _data_set(args: argparse.Namespace) -> Path:
+    """The file faithfulness reads: --input as it is (a table or a text file), else the TEXT arguments or stdin,
+    written to OUT/texts.txt, one a line (so that a run on the same texts resumes)."""
+    from attnkit.io import atomic_write_text
+
+    if args.input and not args.text:
+        return Path(args.input)
+    texts, _ = read_texts(args)
+    path = Path(args.out) / "texts.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "".join(text.replace("\n", " ") + "\n" for text in texts))
+    return path
 
 
 def add_faithfulness(sub: argparse._SubParsersAction) -> None:
@@ -95,9 +109,11 @@ def add_faithfulness(sub: argparse._SubParsersAction) -> None:
         description="Rank each text's tokens by every layer's attention, rollout, flow, input x gradient, integrated gradients, "
         "leave-one-out and a random ranking, remove the top-ranked tokens and measure the output's probability "
         "(DeYoung et al. 2020; docs/analysis.md). Resumable: run it again with the same --out.",
+        epilog=example("attnkit faithfulness runs/sase-sst2 --input dev.csv --out faith/ --limit 200"),
     )
     p.add_argument("source", help="an attnkit run folder (classifier or translation), or a Hugging Face sequence classifier (folder or hub id)")
-    p.add_argument("--data", required=True, help="TSV/CSV/JSONL with a text column (a label column is not needed), or a text file, one example a line")
+    add_text(p, "texts to measure (--input: also a TSV/CSV/JSONL table with a text column; a label column is not needed)")
+    renamed(p, "--data", "--input")
     p.add_argument("--out", required=True, help="folder for examples.jsonl (the progress), faithfulness.json, faithfulness.md and deletion.png")
     p.add_argument("--limit", type=positive_int, help="the first N texts only")
     p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS), help="the rankings (default: all)")
