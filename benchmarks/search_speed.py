@@ -58,7 +58,7 @@ def _translation(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Cal
 
 
 def _parsing(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Callable[[], list[str]]]:
-    from attnkit.families.parse.chart_infer import parse
+    from attnkit.families.parse.chart.infer import parse
     from attnkit.families.parse.commands import gold_trees
 
     if loaded.run.model.kind == "chart":

@@ -112,3 +112,31 @@ def test_family_words_catch_a_planted_name():
     assert named_families("AttnView.render(main, record); JSON.parse(text); parser.parseArgs()", words) == []
     assert named_families("AttnView.render(main, record, 'parsing')", words) == ["parsing"]
     assert named_families(_shared_sections({"train": {"eval_decode": True, "early_stopping": "bleu4"}}), words) == ["bleu4"]
+
+
+def test_the_core_imports_no_family_package():
+    """Core modules reach a family only through the table (`attnkit.families`), never its package."""
+    pattern = re.compile(r"^\s*(?:from|import) attnkit\.families\.(" + "|".join(FAMILIES) + r")\b", re.M)
+    found = [str(p.relative_to(SRC)) for p in _modules() if _core(p) and pattern.search(p.read_text(encoding="utf-8"))]
+    assert not found, found
+
+
+def test_the_chart_parser_is_a_subpackage():
+    flat = sorted(p.name for p in (SRC / "families" / "parse").glob("chart*.py"))
+    assert not flat, f"families/parse/chart/ holds the chart parser, not {flat}"
+
+
+def test_no_type_checking_import_cycle():
+    """A TYPE_CHECKING import (which import-linter leaves out) of a module that imports this one back."""
+    found = []
+    for path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        name = ".".join(("attnkit", *path.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                for imp in (n for n in ast.walk(node) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("attnkit.")):
+                    target = SRC.joinpath(*imp.module.split(".")[1:])
+                    target = target.with_suffix(".py") if target.with_suffix(".py").exists() else target / "__init__.py"
+                    if target.exists() and re.search(rf"^\s*from {re.escape(name)} import", target.read_text(encoding="utf-8"), re.M):
+                        found.append(f"{name} <-> {imp.module}")
+    assert not found, found

@@ -1,18 +1,17 @@
 """attnkit: train, decode, evaluate and look inside attention-based sequence models."""
 
-import importlib
-
 from attnkit.errors import AttnkitError, CheckpointError, ConfigError, DataError, TrainingError
-
-__version__ = "0.1.0"
+from attnkit.version import __version__
 
 __all__ = ["AttnkitError", "CheckpointError", "ConfigError", "DataError", "TrainingError", "__version__", "show"]
 
 
-def show(source, text=None, **options):
-    """The explorer page of `text` through `source` (a run folder, a Hugging Face model folder or hub
-    id), shown inline by Jupyter: see `attnkit.sources.notebook.show` for the options."""
-    # Imported by name: the package's top sits below every layer (`from attnkit import __version__`),
-    # so a static import here would make every module depend on the explorer (import-linter's layers).
-    notebook = importlib.import_module("attnkit.sources.notebook")
-    return notebook.show(source, text, **options)
+def __getattr__(name: str):
+    """`attnkit.show` (`attnkit.sources.notebook.show`), imported on first use (PEP 562), so that
+    `import attnkit` stays light; every module inside the package imports from `attnkit.version`
+    and `attnkit.errors`, never from the package's top, which sits above every layer."""
+    if name == "show":
+        from attnkit.sources.notebook import show
+
+        return show
+    raise AttributeError(f"module 'attnkit' has no attribute {name!r}")

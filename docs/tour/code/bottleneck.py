@@ -21,8 +21,8 @@ import torch
 from attnkit.data.batching import collate
 from attnkit.data.vocab import BOS, EOS, Vocabulary
 from attnkit.decode.greedy import greedy
+from attnkit.families.translation.data.synthetic import generate
 from attnkit.families.translation.rnn import RNNSeq2Seq
-from attnkit.families.translation.synthetic import generate
 from attnkit.models.losses import label_smoothed_nll
 
 BUCKETS = [(3, 8), (9, 16), (17, 24)]

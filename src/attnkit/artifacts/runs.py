@@ -18,7 +18,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnkit import __version__
 from attnkit.allocator import limit_primitive_cache
 from attnkit.artifacts.checkpoint import find_checkpoint, load_weights
 from attnkit.attention.packed import pack_linears
@@ -27,6 +26,7 @@ from attnkit.config.schema import DEFAULT_MODEL_KIND, RunBase
 from attnkit.errors import CheckpointError, ConfigError, DataError
 from attnkit.io import atomic_write_text
 from attnkit.precision import quantize_int8
+from attnkit.version import __version__
 
 
 @dataclass

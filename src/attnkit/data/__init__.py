@@ -8,5 +8,5 @@ Modules, each with one job:
 - `batching`: `encode_pairs`, `TokenBatcher` (token budget, buckets, shards), `collate` -> `Batch`.
 
 What only one model family reads (a corpus's checks, downloads or toy tasks) lives in that family's
-package, e.g. `attnkit.families.translation.check`, `.fetch`, `.synthetic`.
+package, e.g. `attnkit.families.translation.data.check`, `.fetch`, `.synthetic`.
 """

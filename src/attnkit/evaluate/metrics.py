@@ -1,4 +1,4 @@
-"""Small evaluation metrics: perplexity, accuracy, and the entropy of attention distributions."""
+"""Small evaluation metrics: perplexity, accuracy, confusion matrix and macro-F1."""
 
 from __future__ import annotations
 
@@ -58,29 +58,6 @@ def accuracy(pred: Tensor | Sequence[int], gold: Tensor | Sequence[int], *, keep
     return correct.float().mean().item()
 
 
-def attention_entropy(weights: Tensor, keep: Tensor | None = None) -> float:
-    """Mean entropy, in nats, of attention distributions: mean over rows of -sum_s w_s log w_s.
-
-    A uniform row over n keys has entropy log n, a one-hot row 0 (0 log 0 is taken as 0).
-
-    Args:
-        weights: (..., S) rows of attention weights, each a distribution over the last axis.
-        keep: optional bool mask broadcastable to weights, True where an entry counts. Entries
-            left out do not enter their row's sum; a row with no entry kept is left out of the
-            mean. Pass e.g. `tgt_keep[:, :, None] & src_keep[:, None, :]` for (B, T, S) weights.
-
-    Returns:
-        The mean entropy over the rows that count (nan if none does).
-    """
-    terms = -torch.xlogy(weights, weights)  # (..., S)
-    if keep is None:
-        return terms.sum(dim=-1).mean().item()
-    keep = keep.expand_as(weights)  # (..., S)
-    entropy = terms.masked_fill(~keep, 0.0).sum(dim=-1)  # (...,)
-    rows = keep.any(dim=-1)  # (...,)
-    return entropy[rows].mean().item()
-
-
 def confusion_matrix(pred: Sequence[int], gold: Sequence[int], n_classes: int) -> list[list[int]]:
     """Counts ``[gold][pred]``: row i holds the examples of class i, column j those predicted as j."""
     counts = [[0] * n_classes for _ in range(n_classes)]
@@ -106,24 +83,3 @@ def macro_f1(pred: Sequence[int], gold: Sequence[int], n_classes: int) -> float:
     if not scores:
         raise ValueError("macro-F1 of zero examples")
     return sum(scores) / len(scores)
-
-
-def hop_overlap(a: Tensor) -> Tensor:
-    """Mean pairwise overlap of the R attention hops of each example.
-
-    The overlap of hops i and j is sum_s min(A_is, A_js): 1 when both put the same weight on every
-    token, 0 when they attend to disjoint tokens (the histogram intersection of two distributions).
-    Padding has weight 0 in every hop and adds nothing.
-
-    Args:
-        a: annotation matrix A ``(B, R, S)``, rows summing to 1.
-
-    Returns:
-        ``(B,)``: the mean over the R (R - 1) / 2 pairs i < j (0 when R = 1).
-    """
-    r = a.size(1)
-    if r < 2:
-        return a.new_zeros(a.size(0))
-    pairwise = torch.minimum(a.unsqueeze(2), a.unsqueeze(1)).sum(dim=-1)  # (B, R, R)
-    upper = torch.triu(torch.ones(r, r, dtype=torch.bool, device=a.device), diagonal=1)  # (R, R)
-    return pairwise[:, upper].mean(dim=-1)  # (B,)

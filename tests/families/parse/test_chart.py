@@ -1,5 +1,5 @@
-"""CKY over span scores (`families.parse.chart`) against brute force, trees <-> labelled spans, and
-the margin loss (`chart_task.margin_loss`): zero when the gold tree wins by the margin."""
+"""CKY over span scores (`families.parse.chart.cky`) against brute force, trees <-> labelled spans, and
+the margin loss (`chart.task.margin_loss`): zero when the gold tree wins by the margin."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnkit.families.parse.chart import build_tree, cky, gold_chart, gold_spans
-from attnkit.families.parse.chart_codec import fencepost_pairs
-from attnkit.families.parse.chart_task import margin_loss
+from attnkit.families.parse.chart.cky import build_tree, cky, gold_chart, gold_spans
+from attnkit.families.parse.chart.codec import fencepost_pairs
+from attnkit.families.parse.chart.task import margin_loss
 from attnkit.families.parse.trees import parse_trees
 
 

@@ -10,8 +10,8 @@ import torch
 
 from attnkit.data.vocab import UNK
 from attnkit.families import load_config
-from attnkit.families.parse.chart_codec import ChartExample, build_chart_vocabs, drop_words, unknown_ids
-from attnkit.families.parse.chart_task import load_data
+from attnkit.families.parse.chart.codec import ChartExample, build_chart_vocabs, drop_words, unknown_ids
+from attnkit.families.parse.chart.task import load_data
 from attnkit.families.parse.task import read_splits
 from attnkit.families.parse.trees import parse_trees
 

@@ -105,11 +105,11 @@ def test_report_and_plot_of_a_chart_run(run_dir, tmp_path):
 
 def test_attention_writes_the_chart_parsers_own_maps(run_dir, tmp_path, capsys):
     """`attnkit attention` on a chart run: the encoder's self-attention per layer over <s> words </s>, as the
-    model's scoring pass computes it (`chart_codec.scores_of`), and its rollout."""
+    model's scoring pass computes it (`chart.codec.scores_of`), and its rollout."""
     import numpy as np
     import torch
 
-    from attnkit.families.parse.chart_codec import collate, encode_words, scores_of
+    from attnkit.families.parse.chart.codec import collate, encode_words, scores_of
 
     out = tmp_path / "chart.npz"
     assert main(["attention", str(run_dir), "The dog barks .", "--out", str(out)]) == 0

@@ -1,4 +1,4 @@
-"""The chart parser's model (`families.parse.chart_model`): the factored attention keeps content and
+"""The chart parser's model (`families.parse.chart.model`): the factored attention keeps content and
 position apart as specified, fencepost spans are [f_j - f_i ; b_{i+1} - b_{j+1}], and an untrained
 parser's output is always one tree over exactly the input words."""
 
@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from attnkit.config.schema import Decode
-from attnkit.families.parse.chart_codec import build_chart_vocabs, fencepost_pairs
-from attnkit.families.parse.chart_infer import parse_chart
-from attnkit.families.parse.chart_model import FactoredAttention, FactoredLayer
-from attnkit.families.parse.chart_task import build
+from attnkit.families.parse.chart.codec import build_chart_vocabs, fencepost_pairs
+from attnkit.families.parse.chart.infer import parse_chart
+from attnkit.families.parse.chart.model import FactoredAttention, FactoredLayer
+from attnkit.families.parse.chart.task import build
 from attnkit.families.parse.config import ChartModel, ParseRun
 from attnkit.families.parse.trees import parse_trees
 

@@ -1,4 +1,4 @@
-"""Tests for attnkit.families.translation.check: counts and first lines on a crafted pair, policies, real data."""
+"""Tests for attnkit.families.translation.data.check: counts and first lines on a crafted pair, policies, real data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.errors import ConfigError, DataError
-from attnkit.families.translation.check import DEFAULT_POLICY, check_parallel
+from attnkit.families.translation.data.check import DEFAULT_POLICY, check_parallel
 
 # line: source / target -> what the checker must see
 CRAFTED = [

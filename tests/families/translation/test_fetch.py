@@ -1,4 +1,4 @@
-"""Tests for attnkit.families.translation.fetch: copy and download paths, checksums, atomic writes. No internet:
+"""Tests for attnkit.families.translation.data.fetch: copy and download paths, checksums, atomic writes. No internet:
 downloads come from a local http.server on 127.0.0.1 serving a temporary folder."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from attnkit.errors import DataError
-from attnkit.families.translation import fetch
-from attnkit.families.translation.fetch import MULTI30K_SHA256, fetch_multi30k
+from attnkit.families.translation.data import fetch
+from attnkit.families.translation.data.fetch import MULTI30K_SHA256, fetch_multi30k
 
 VAL = {"langs": ("en", "de"), "splits": ("val",)}
 

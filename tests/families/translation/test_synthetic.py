@@ -1,10 +1,10 @@
-"""Tests for attnkit.families.translation.synthetic: seeded, and the tasks do what they say."""
+"""Tests for attnkit.families.translation.data.synthetic: seeded, and the tasks do what they say."""
 
 from __future__ import annotations
 
 import pytest
 
-from attnkit.families.translation.synthetic import generate
+from attnkit.families.translation.data.synthetic import generate
 
 
 def numbers(text: str) -> list[int]:

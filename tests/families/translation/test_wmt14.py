@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import main
-from attnkit.families.translation import wmt14
 from attnkit.families.translation.config import Data
-from attnkit.families.translation.corpus import corpus_splits
+from attnkit.families.translation.data import wmt14
+from attnkit.families.translation.data.corpus import corpus_splits
 
 
 def _tar(path: Path, members: dict[str, bytes]) -> None:

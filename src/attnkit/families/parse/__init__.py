@@ -11,8 +11,8 @@ tree drawing (`explore`, `draw`), the CLI verbs (`commands`) and the API (`api`)
 `attnkit.families` lists; configs say `task: parsing` (the model is the shared Transformer).
 
 Beside it, `model.kind: chart` is the self-attentive chart parser (Kitaev & Klein 2018): span
-charts and CKY (`chart`), its codec, model, task and parsing (`chart_codec`, `chart_model`,
-`chart_task`, `chart_infer`), with the same reader, EVALB, verbs, report and page.
+charts and CKY, its codec, model, task and parsing (the subpackage `chart`: `cky`, `codec`, `model`,
+`task`, `infer`), with the same reader, EVALB, verbs, report and page.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from typing import Any
 from torch import nn
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.parse import chart_codec, chart_task, codec, commands, explore, starter, task
+from attnkit.families.parse import codec, commands, explore, starter, task
 from attnkit.families.parse.api import API
-from attnkit.families.parse.chart_codec import ChartVocabs
+from attnkit.families.parse.chart import codec as chart_codec
+from attnkit.families.parse.chart import task as chart_task
+from attnkit.families.parse.chart.codec import ChartVocabs
 from attnkit.families.parse.config import ChartModel, ParseRun
 from attnkit.families.protocol import Family, Task
 

@@ -12,8 +12,8 @@ from attnkit.artifacts.runs import LoadedRun, load_run
 from attnkit.config.args import add_checkpoint, add_text, example, positive_int, read_texts
 from attnkit.config.schema import Decode
 from attnkit.errors import AttnkitError, DataError
-from attnkit.families.parse.chart_codec import ChartVocabs
-from attnkit.families.parse.chart_infer import parse
+from attnkit.families.parse.chart.codec import ChartVocabs
+from attnkit.families.parse.chart.infer import parse
 from attnkit.families.parse.codec import tokenize
 from attnkit.families.parse.evalb import score, score_files
 from attnkit.families.parse.evalb_params import COLLINS, read_params

@@ -93,7 +93,7 @@ class ParseModel(Transformer):
 
 
 class ChartModel(Strict):
-    """The self-attentive chart parser (Kitaev & Klein 2018; `families.parse.chart_model`): `kind: chart`.
+    """The self-attentive chart parser (Kitaev & Klein 2018; `families.parse.chart.model`): `kind: chart`.
 
     Defaults are the paper's (sec. 5: 8 layers, 8 heads, d_kv 64, d_ff 2048, label MLP 250,
     residual and attention dropout 0.2, ReLU dropout 0.1, character embeddings 32) except

@@ -31,11 +31,10 @@ from pathlib import Path
 
 from attnkit.errors import DataError
 from attnkit.families.parse.evalb_params import EvalbParams
-from attnkit.families.parse.evalb_table import format_table as _format_table
+from attnkit.families.parse.evalb_report import ERROR, OK, SKIP, Report, Row
 from attnkit.families.parse.trees import Tree
 
 _QUOTE_WORDS = ("'", '"', "/")
-OK, ERROR, SKIP = 0, 1, 2  # EVALB's Stat. column
 DEFAULTS = EvalbParams()  # EVALB run without a parameter file
 _UNMATCHED, _MATCHED, _IGNORED = 0, 1, 5  # a bracket's state (EVALB's result codes)
 
@@ -64,35 +63,6 @@ class _Sentence:
     quotes: list[_Quote] = field(default_factory=list)
     length: int = 0  # words not tagged with a DELETE_LABEL_FOR_LENGTH
     errors: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One sentence's line of EVALB's table (`words` is the gold word count even when skipped)."""
-
-    id: int
-    length: int
-    status: int
-    matched: int
-    gold_brackets: int
-    test_brackets: int
-    crossing: int
-    words: int
-    correct_tags: int
-    errors: tuple[str, ...] = ()
-    compared: bool = True  # False: skipped or rejected before its brackets were compared
-
-    @property
-    def recall(self) -> float:
-        return 100.0 * self.matched / self.gold_brackets if self.gold_brackets else 0.0
-
-    @property
-    def precision(self) -> float:
-        return 100.0 * self.matched / self.test_brackets if self.test_brackets else 0.0
-
-    @property
-    def tag_accuracy(self) -> float:
-        return 100.0 * self.correct_tags / self.words if self.words else 0.0
 
 
 def _read(text: str, params: EvalbParams, where: str) -> _Sentence:  # noqa: C901, PLR0912 (EVALB's read_line, one pass)
@@ -228,52 +198,6 @@ def _compare(number: int, gold: _Sentence, test: _Sentence, params: EvalbParams)
 
 def _crosses(g: _Bracket, t: _Bracket) -> bool:
     return (g.start < t.start < g.end < t.end) or (t.start < g.start < t.end < g.end)
-
-
-@dataclass(frozen=True)
-class Report:
-    """EVALB's result: one `Row` per sentence and the two summary blocks."""
-
-    rows: tuple[Row, ...]
-    cutoff_len: int
-
-    def block(self, rows: Sequence[Row]) -> dict[str, float | int | None]:
-        """EVALB's summary figures over `rows` (percentages unrounded; F is None when P + R = 0)."""
-        valid = [r for r in rows if r.status == OK]
-        counts = {k: sum(getattr(r, k) for r in valid) for k in ("matched", "gold_brackets", "test_brackets")}
-        words, tags, cross = (sum(getattr(r, k) for r in valid) for k in ("words", "correct_tags", "crossing"))
-        recall = 100.0 * counts["matched"] / counts["gold_brackets"] if counts["gold_brackets"] else 0.0
-        precision = 100.0 * counts["matched"] / counts["test_brackets"] if counts["test_brackets"] else 0.0
-        n = len(valid)
-        complete = sum(r.gold_brackets == r.test_brackets == r.matched for r in valid)
-        return {
-            "sentences": len(rows),
-            "error_sentences": sum(r.status == ERROR for r in rows),
-            "skip_sentences": sum(r.status == SKIP for r in rows),
-            "valid_sentences": n,
-            "recall": recall,
-            "precision": precision,
-            "fmeasure": 2 * precision * recall / (precision + recall) if precision + recall else None,
-            "complete_match": 100.0 * complete / n if n else 0.0,
-            "average_crossing": cross / n if n else 0.0,
-            "no_crossing": 100.0 * sum(r.crossing == 0 for r in valid) / n if n else 0.0,
-            "two_or_less_crossing": 100.0 * sum(r.crossing <= 2 for r in valid) / n if n else 0.0,
-            "tagging_accuracy": 100.0 * tags / words if words else 0.0,
-            **counts,
-            "crossing": cross,
-            "no_crossing_sentences": sum(r.crossing == 0 for r in valid),
-            "words": words,
-            "correct_tags": tags,
-        }
-
-    def summary(self) -> dict[str, dict[str, float | int | None]]:
-        """``{"all": block, "len<=CUTOFF": block}``: JSON-ready (see `block`)."""
-        short = [r for r in self.rows if r.length <= self.cutoff_len]
-        return {"all": self.block(self.rows), f"len<={self.cutoff_len}": self.block(short)}
-
-    def format_table(self, *, style: str = "1997") -> str:
-        """EVALB's printed report (`evalb_table.format_table`)."""
-        return _format_table(self, style=style)
 
 
 def _as_text(item: Tree | str | None) -> str:

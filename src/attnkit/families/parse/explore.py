@@ -6,7 +6,7 @@ self-attention (words x words), decoder self-attention (symbols x decoder input)
 encoder-decoder attention (output symbols x words), per layer and head. A record
 (`record`) is the attention JSONL format of `viz.export` (`id`, `src`, `tgt`, `attention`,
 `score`) plus `source`, `text` (the bracketed tree), `nbest`, `maps`, `tree` and `svg`
-(`draw.tree_svg`), and `repaired`. A chart parse (`chart_infer`) has the encoder's self-attention
+(`draw.tree_svg`), and `repaired`. A chart parse (`chart.infer`) has the encoder's self-attention
 as its only map and adds `chart` (`chart_record`): each span's best label and score.
 """
 
@@ -20,7 +20,7 @@ import torch
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.data.batching import collate
-from attnkit.families.parse.chart_infer import ChartResult, SpanChart, parse
+from attnkit.families.parse.chart.infer import ChartResult, SpanChart, parse
 from attnkit.families.parse.codec import ParseVocabs, source_ids, tokenize
 from attnkit.families.parse.draw import tree_svg
 from attnkit.families.parse.infer import ParseResult

@@ -1,9 +1,9 @@
 """The translation family: parallel text into an encoder-decoder (the Transformer, RNN decoders).
 
 Everything translation-specific is in this package: the config sections (`config`), the codec
-(`codec`), data preparation (`corpus`, `prepare`), the model builder (`model`), the training task
+(`codec`), the data tools (`data/`: `corpus`, `prepare`, `check`, `fetch`, `wmt14`, `synthetic`), the model builder (`model`), the training task
 (`task`), decoding text (`translate`; with CTranslate2: `engine`), attention maps (`explore`, `teacher_forced`), the score attributions explain (`attribute`), scoring (`evaluate`), the CLI
-verbs (`commands`, `data_commands`: `attnkit data check|fetch`), the API (`api`) and the demo (`demo`). `FAMILY` is what `attnkit.families`
+verbs (`commands`; `data/commands`: `attnkit data check|fetch`), the API (`api`) and the demo (`demo`). `FAMILY` is what `attnkit.families`
 lists.
 """
 
@@ -14,9 +14,10 @@ from pathlib import Path
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.families.protocol import Engine, ExploreOptions, Family
-from attnkit.families.translation import attribute, codec, commands, data_commands, demo, engine, starter
+from attnkit.families.translation import attribute, codec, commands, demo, engine, starter
 from attnkit.families.translation.api import API
 from attnkit.families.translation.config import TranslationRun
+from attnkit.families.translation.data import commands as data_commands
 from attnkit.families.translation.explore import explore, record
 from attnkit.families.translation.model import build
 from attnkit.families.translation.task import TranslationTask, load_data

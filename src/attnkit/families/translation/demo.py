@@ -19,9 +19,9 @@ from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
 from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.config import TranslationRun
-from attnkit.families.translation.corpus import corpus_splits, multi30k_dir, split_pairs
+from attnkit.families.translation.data.corpus import corpus_splits, multi30k_dir, split_pairs
+from attnkit.families.translation.data.fetch import fetch_multi30k
 from attnkit.families.translation.explore import explore, record
-from attnkit.families.translation.fetch import fetch_multi30k
 from attnkit.families.translation.translate import translate
 from attnkit.progress import counter
 from attnkit.viz.curves import run_curves

@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from attnkit import __version__
 from attnkit.artifacts.prepared import data_key
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
@@ -39,6 +38,7 @@ from attnkit.families.translation.export import ctranslate2_model
 from attnkit.families.translation.export.bundle import Bundle, read_bundle, write_bundle
 from attnkit.families.translation.teacher_forced import step_attention, teacher_forced
 from attnkit.families.translation.translate import Translation, to_translation
+from attnkit.version import __version__
 
 KEY_FILE = "attnkit-engine.key"
 COMPUTE_TYPES = {"fp32": "float32", "int8": "int8", "bf16": "bfloat16"}  # --dtype -> CTranslate2's compute type

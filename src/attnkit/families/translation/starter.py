@@ -14,8 +14,8 @@ import json
 from attnkit.data.tables import table_kind
 from attnkit.errors import DataError
 from attnkit.families.protocol import Starter
-from attnkit.families.translation.check import check_parallel
-from attnkit.families.translation.corpus import Table
+from attnkit.families.translation.data.check import check_parallel
+from attnkit.families.translation.data.corpus import Table
 
 SUBWORDS_FROM = 10_000  # training pairs from which SentencePiece BPE beats whole words
 

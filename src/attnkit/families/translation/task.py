@@ -19,15 +19,15 @@ from torch import nn
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.data.batching import Batch, Example, collate, sequence_lengths
 from attnkit.data.tokenizers import SentencePieceTokenizer
-from attnkit.evaluate.metrics import attention_entropy
 from attnkit.families.forced import token_loss, validation_loss
 from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.codec import Vocabs, encode_sources, vocabs_from_json, vocabs_to_json
 from attnkit.families.translation.config import Rnn, TranslationRun
-from attnkit.families.translation.corpus import Table, corpus_splits, split_files, split_pairs
+from attnkit.families.translation.data.corpus import Table, corpus_splits, split_files, split_pairs
+from attnkit.families.translation.data.prepare import prepare_translation
 from attnkit.families.translation.forcing import teacher_forcing_ratio
+from attnkit.families.translation.metrics import attention_entropy
 from attnkit.families.translation.model import build
-from attnkit.families.translation.prepare import prepare_translation
 from attnkit.families.translation.translate import detokenize, search_ids
 from attnkit.models.transformer import Transformer
 from attnkit.progress import counter

@@ -15,12 +15,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from attnkit import __version__, extras
+from attnkit import extras
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.families.translation.codec import Vocabs, encode_sources, vocabs_from_json, vocabs_to_json
 from attnkit.io import atomic_dir, atomic_write_text
+from attnkit.version import __version__
 
 MANIFEST = "attnkit-export.json"
 ENGINES = {"ctranslate2": ("ctranslate2",), "onnx": ("onnx", "onnxscript"), "hf": ("transformers",)}  # what `attnkit export --format F` imports

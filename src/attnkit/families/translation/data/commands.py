@@ -10,10 +10,10 @@ from typing import Any
 
 from attnkit.config.args import example, positive_float, positive_int, renamed
 from attnkit.errors import AttnkitError, DataError
-from attnkit.families.translation.check import check_parallel
 from attnkit.families.translation.config import CheckPolicy
-from attnkit.families.translation.fetch import fetch_multi30k
-from attnkit.families.translation.wmt14 import fetch_wmt14
+from attnkit.families.translation.data.check import check_parallel
+from attnkit.families.translation.data.fetch import fetch_multi30k
+from attnkit.families.translation.data.wmt14 import fetch_wmt14
 from attnkit.progress import DownloadProgress
 
 

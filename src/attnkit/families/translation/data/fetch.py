@@ -5,7 +5,7 @@ translations, parallel by line. Files come from the ``multi30k/dataset`` GitHub 
 fixed commit and must match the sha256 values below (from ``shared/data/README.md``).
 
 `fetch_file` (one verified transfer through a ``.part`` file) and `file_digest` serve every
-corpus (`attnkit.families.translation.wmt14` too).
+corpus (`attnkit.families.translation.data.wmt14` too).
 """
 
 from __future__ import annotations

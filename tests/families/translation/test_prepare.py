@@ -1,4 +1,4 @@
-"""Tests for attnkit.families.translation.prepare: the path from files or pairs to encoded examples."""
+"""Tests for attnkit.families.translation.data.prepare: the path from files or pairs to encoded examples."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sentencepiece as spm
 
 from attnkit.data.text import read_lines
 from attnkit.errors import DataError
-from attnkit.families.translation.prepare import prepare_translation
-from attnkit.families.translation.synthetic import generate
+from attnkit.families.translation.data.prepare import prepare_translation
+from attnkit.families.translation.data.synthetic import generate
 
 
 def write(path: Path, lines: list[str]) -> Path:

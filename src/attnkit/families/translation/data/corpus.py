@@ -9,7 +9,7 @@ from attnkit.data.tables import cell, iter_rows
 from attnkit.data.text import read_parallel
 from attnkit.errors import DataError
 from attnkit.families.translation.config import Data
-from attnkit.families.translation.synthetic import generate
+from attnkit.families.translation.data.synthetic import generate
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from attnkit.errors import DataError
-from attnkit.families.translation.fetch import Checksum, Progress, fetch_file, file_digest
+from attnkit.families.translation.data.fetch import Checksum, Progress, fetch_file, file_digest
 from attnkit.io import atomic_path, atomic_write_text
 
 logger = logging.getLogger("attnkit")

@@ -21,7 +21,7 @@ fenceposts 0 <= i < j <= n is
 
 with its label scores from a 2-layer MLP, s(i, j, .) = M_2 relu(LayerNorm(M_1 r_ij + c_1)) + c_2,
 the empty label's score fixed at 0 (sec. 2.2). `chart.cky` finds the best tree, and the margin
-loss max(0, max_T [s(T) + Delta(T, T*)] - s(T*)) trains it (`chart_task.margin_loss`). A linear
+loss max(0, max_T [s(T) + Delta(T, T*)] - s(T*)) trains it (`chart.task.margin_loss`). A linear
 tagger on y predicts the POS tags that EVALB needs (as the seq2seq parser's `model.tagger`).
 """
 

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from attnkit.data.batching import pad
 from attnkit.data.vocab import BOS, EOS, PAD, UNK, Vocabulary
-from attnkit.families.parse.chart import EMPTY_LABEL, gold_chart, gold_spans
+from attnkit.families.parse.chart.cky import EMPTY_LABEL, gold_chart, gold_spans
 from attnkit.families.parse.codec import build_vocabs, signature, source_ids
 from attnkit.families.parse.trees import Tree
 

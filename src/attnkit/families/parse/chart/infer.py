@@ -17,8 +17,8 @@ import torch
 from torch import Tensor, nn
 
 from attnkit.config.schema import Decode
-from attnkit.families.parse.chart import EMPTY_LABEL, build_tree, cky
-from attnkit.families.parse.chart_codec import ChartVocabs, chart_of, collate, encode_words, scores_of
+from attnkit.families.parse.chart.cky import EMPTY_LABEL, build_tree, cky
+from attnkit.families.parse.chart.codec import ChartVocabs, chart_of, collate, encode_words, scores_of
 from attnkit.families.parse.codec import encode_words as check_words
 from attnkit.families.parse.codec import guess_tags
 from attnkit.families.parse.evalb import score

@@ -28,8 +28,8 @@ from torch import Tensor, nn
 
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.data.vocab import PAD
-from attnkit.families.parse.chart import cky
-from attnkit.families.parse.chart_codec import (
+from attnkit.families.parse.chart.cky import cky
+from attnkit.families.parse.chart.codec import (
     ChartBatch,
     ChartExample,
     ChartVocabs,
@@ -43,8 +43,8 @@ from attnkit.families.parse.chart_codec import (
     vocabs_from_json,
     vocabs_to_json,
 )  # fmt: skip
-from attnkit.families.parse.chart_infer import dev_f1
-from attnkit.families.parse.chart_model import ChartParser
+from attnkit.families.parse.chart.infer import dev_f1
+from attnkit.families.parse.chart.model import ChartParser
 from attnkit.families.parse.config import ChartModel, ParseRun
 from attnkit.families.parse.task import read_splits, tree_sources
 from attnkit.families.parse.trees import parse_trees

@@ -24,7 +24,7 @@ from attnkit.data.tokenizers import (
 )
 from attnkit.data.vocab import Vocabulary
 from attnkit.errors import DataError
-from attnkit.families.translation.check import check_parallel
+from attnkit.families.translation.data.check import check_parallel
 from attnkit.io import atomic_write_text
 from attnkit.progress import counter
 
@@ -87,7 +87,7 @@ def prepare_translation(
         joint: One tokenizer and vocabulary for both sides, trained on both.
         max_len: Longest side in pieces (and, for the check, in whitespace tokens).
         cache_dir: Where SentencePiece models are cached.
-        check_policy: Overrides of `attnkit.families.translation.check.DEFAULT_POLICY` for file inputs.
+        check_policy: Overrides of `attnkit.families.translation.data.check.DEFAULT_POLICY` for file inputs.
         max_ratio: Token-count ratio above which the check flags a pair.
         seed: Seed for SentencePiece training.
         given: (src tokenizer, tgt tokenizer, src vocab, tgt vocab) to encode with instead of
