@@ -225,7 +225,6 @@ def _add_view_arguments(p: argparse.ArgumentParser) -> None:
 
 def add(sub: argparse._SubParsersAction) -> None:
     from attnkit.sources.options import METHODS
-    from attnkit.sources.page import MAX_CELLS
 
     for name, help, out, eg in (
         ("plot", "PNG heatmaps of every attention map of a run's outputs or of a Hugging Face model's, or a run's training curves (--metrics)",
@@ -259,6 +258,11 @@ def add(sub: argparse._SubParsersAction) -> None:
         add_checkpoint(p)
         add_dtype(p)
         p.set_defaults(func=cmd_plot if name == "plot" else cmd_report, nbest=None)
+    _add_serve(sub)
+
+
+def _add_serve(sub: argparse._SubParsersAction) -> None:
+    from attnkit.sources.page import MAX_CELLS
 
     p = sub.add_parser(
         "serve",

@@ -28,7 +28,7 @@ from attnkit.families.sentence.data import (
     split_by_premise,
 )
 
-SHARED = Path(__file__).resolve().parents[3] / "shared/data"  # as tests/data/conftest.py
+SHARED = Path(__file__).resolve().parents[4] / "shared/data"  # the shared data folder beside the checkout
 
 
 def write(path: Path, text: str | bytes) -> Path:

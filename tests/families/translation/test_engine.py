@@ -152,11 +152,11 @@ def test_bad_engine_settings_are_one_line(trained, tiny_rnn_run, tiny_sase_run, 
     src.write_text("t1 t2\n")
     for verb in ("translate", "evaluate", "serve"):
         assert main([verb, str(trained), "--engine", "marian"]) == 2
-        assert "argument --engine: invalid choice: 'marian' (choose from 'attnkit', 'ctranslate2')" in capsys.readouterr().err
+        assert "argument --engine: invalid choice: 'marian'; choose from attnkit, ctranslate2" in capsys.readouterr().err
     cases = [
         (["translate", str(tiny_rnn_run), "--input", str(src), "--engine", "ctranslate2"], "CTranslate2 export is not supported for this model (RNNSeq2Seq)"),
         (
-            ["evaluate", str(tiny_sase_run), "--data", str(src), "--engine", "ctranslate2"],
+            ["evaluate", str(tiny_sase_run), "--labelled", str(src), "--engine", "ctranslate2"],
             "a classification run decodes with attnkit only, not --engine ctranslate2",
         ),
         (
