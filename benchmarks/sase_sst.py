@@ -34,7 +34,7 @@ from attnkit.train.state import TrainState
 from attnkit.viz.curves import METRICS_FILE, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESET = ROOT / "src/attnkit/presets/sase-sst5.yaml"
+PRESET = ROOT / "src/attnkit/families/sentence/presets/sase-sst5.yaml"
 RESULTS = ROOT / "benchmarks/results/sase_sst.jsonl"
 BUDGET_MINUTES = 15  # dev_accuracy_15min: the best validation accuracy within this much training
 VARIANTS = {

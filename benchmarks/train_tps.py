@@ -28,15 +28,14 @@ from pathlib import Path
 
 import torch
 
-import attnkit
 from attnkit.allocator import MARKER, limit_primitive_cache, use_jemalloc
+from attnkit.commands.presets import config_path
 from attnkit.data.batching import TokenBatcher
 from attnkit.families import load_config, run_family_of
 from attnkit.precision import pick_device
 from attnkit.train.loop import Trainer
 from attnkit.train.state import TrainState
 
-PRESETS = Path(attnkit.__file__).parent / "presets"  # those of the code measured (PYTHONPATH=OLD/src for a before/after)
 # Operator kinds by name (first match wins); the rest is "other" (element-wise arithmetic, dropout, ...).
 KINDS = {
     "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::_mkl_linear"),
@@ -81,7 +80,7 @@ def _groups(batcher: TokenBatcher, accum: int) -> Iterator[list]:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--preset", default="m30k-small", help="a preset name (src/attnkit/presets)")
+    p.add_argument("--preset", default="m30k-small", help="a preset name (`attnkit presets`)")
     p.add_argument("--profile", action="store_true", help="add where the time goes (torch.profiler)")
     p.add_argument("--updates", type=int, default=60)
     p.add_argument("--skip", type=int, default=20)
@@ -94,7 +93,10 @@ def main() -> None:
     args = p.parse_args()
     if args.allocator == "jemalloc":
         use_jemalloc(sys.argv)
-    run = load_config(PRESETS / f"{args.preset}.yaml", [f"train.precision={args.precision}", f"train.device={args.device}", *args.set])
+    run = load_config(
+        config_path(args.preset),  # the presets of the code measured (PYTHONPATH=OLD/src for a before/after)
+        [f"train.precision={args.precision}", f"train.device={args.device}", *args.set],
+    )
     limit_primitive_cache(getattr(run.train, "kernel_cache", 64))  # as `attnkit train` (older code: 64)
     torch.set_num_threads(args.threads)
     task = run_family_of(run).task(run, Path("runs/bench"), args.data)

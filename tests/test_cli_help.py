@@ -9,7 +9,8 @@ import re
 import pytest
 
 from attnkit.cli import GROUPS, build_parser, main
-from attnkit.commands.presets import PRESETS, config_path, summary
+from attnkit.commands.presets import config_path, summary
+from attnkit.families import FAMILIES
 
 
 def registered() -> list[str]:
@@ -62,9 +63,11 @@ def test_presets_lists_each_preset_with_one_line(capsys):
     assert main(["presets"]) == 0
     lines = capsys.readouterr().out.splitlines()
     names = [line.split()[0] for line in lines]
-    assert names == sorted([*(p.stem for p in PRESETS.glob("*.yaml")), *(f"sweeps/{p.stem}" for p in PRESETS.glob("sweeps/*.yaml"))])
+    folders = [family.presets for family in FAMILIES.values() if family.presets]
+    assert names == sorted([*(p.stem for f in folders for p in f.glob("*.yaml")), *(f"sweeps/{p.stem}" for f in folders for p in f.glob("sweeps/*.yaml"))])
+    assert len(names) >= 15
     assert next(line for line in lines if line.startswith("toy-reverse ")).endswith("in under a minute on 2 cores")
-    assert summary(PRESETS / "m30k-small.yaml") == 'Transformer sized for Multi30k En->De on a CPU (PEERS.md\'s "M30K-small")'
+    assert summary(FAMILIES["translation"].presets / "m30k-small.yaml") == 'Transformer sized for Multi30k En->De on a CPU (PEERS.md\'s "M30K-small")'
 
 
 def test_an_unknown_preset_says_did_you_mean(tmp_path, capsys):
@@ -72,7 +75,7 @@ def test_an_unknown_preset_says_did_you_mean(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == "attnkit: error: m30k-smal: no such config file or preset; did you mean m30k-small? (`attnkit presets` lists them)\n"
     assert not (tmp_path / "run").exists()
-    assert config_path("toy-reverse") == PRESETS / "toy-reverse.yaml"
+    assert config_path("toy-reverse") == FAMILIES["translation"].presets / "toy-reverse.yaml"
 
 
 @pytest.mark.parametrize(

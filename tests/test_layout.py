@@ -11,8 +11,10 @@ from pathlib import Path
 import yaml
 
 from attnkit.families import FAMILIES
+from attnkit.families import presets as PRESETS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
+CONFIGS = SRC.parents[1] / "configs"
 MAX_MODULE, MAX_FUNCTION = 400, 60
 
 
@@ -97,10 +99,40 @@ def test_presets_shared_sections_name_no_family():
     """A preset's `train` and `decode` sections hold no family's metric or name: a family declares its
     early-stopping metric (`RunBase.EARLY_STOPPING`), and the shared keys have neutral names."""
     words = family_words()
-    presets = [p for p in sorted((SRC / "presets").rglob("*.yaml")) if "train" in (yaml.safe_load(p.read_text(encoding="utf-8")) or {})]
+    presets = [p for p in PRESETS().values() if "train" in (yaml.safe_load(p.read_text(encoding="utf-8")) or {})]
     assert len(presets) > 10
     found = {str(p.relative_to(SRC)): hits for p in presets if (hits := named_families(_shared_sections(yaml.safe_load(p.read_text(encoding="utf-8"))), words))}
     assert not found, found
+
+
+def test_presets_live_in_their_families():
+    """Every YAML file in the package is a family's preset (`families/<family>/presets/`, sweeps in
+    `presets/sweeps/`), and the family table finds each one: none in the core."""
+    files = sorted(SRC.rglob("*.y*ml"))
+    outside = [str(p.relative_to(SRC)) for p in files if not _preset_place(p.relative_to(SRC).parts)]
+    assert not outside, f"presets belong to a family (families/<family>/presets/): {outside}"
+    assert sorted(PRESETS().values()) == files
+
+
+def test_configs_links_every_preset():
+    """`configs/NAME.yaml` (the repository's short path, docs/training.md) is a link to each preset, and nothing else."""
+    links = {p.relative_to(CONFIGS).with_suffix("").as_posix(): p for p in CONFIGS.rglob("*.yaml")}
+    assert all(p.is_symlink() for p in links.values()), "configs/ holds links to the families' presets, not files"
+    assert {name: p.resolve() for name, p in links.items()} == {name: p.resolve() for name, p in PRESETS().items()}
+
+
+def _preset_place(parts: tuple[str, ...]) -> bool:
+    """`families/<family>/presets/NAME.yaml` or `families/<family>/presets/sweeps/NAME.yaml`, of a family in the table."""
+    head, tail = parts[:3], parts[3:]
+    family_dirs = {family.presets.parent.name for family in FAMILIES.values() if family.presets}
+    return (
+        head[:1] == ("families",)
+        and len(head) == 3
+        and head[1] in family_dirs
+        and head[2] == "presets"
+        and len(tail) in (1, 2)
+        and tail[:-1] in ((), ("sweeps",))
+    )
 
 
 def test_family_words_catch_a_planted_name():

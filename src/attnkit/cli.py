@@ -20,13 +20,12 @@ from collections.abc import Sequence
 
 from attnkit import __version__
 from attnkit.commands import analysis, attention, data, doctor, explore, init, presets, sweep, training
-from attnkit.commands.presets import PRESETS
 from attnkit.errors import AttnkitError
 
 SIGPIPE_STATUS = 128 + 13  # a closed stdout: the status of a process that SIGPIPE ended (`yes | head`), which `set -o pipefail` sees
 JEMALLOC_COMMANDS = {"train", "demo", "sweep", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
 
-__all__ = ["PRESETS", "main"]
+__all__ = ["main"]
 
 
 # `attnkit --help` lists the commands in these groups, in this order; a command missing here is listed under "other".

@@ -12,16 +12,14 @@ from pathlib import Path
 
 from attnkit.artifacts.lock import locked
 from attnkit.errors import AttnkitError
-from attnkit.families import DEMO, load_config, load_run
+from attnkit.families import DEMO, load_config, load_run, presets
 from attnkit.progress import TrainProgress
 from attnkit.train.loop import train
-
-PRESETS = Path(__file__).parent / "presets"
 
 
 def run_demo(steps: int | None, minutes: float, data_dir: str | None, out: str) -> int:
     def load(name: str, overrides: list[str]):
-        return load_config(PRESETS / f"{name}.yaml", overrides)
+        return load_config(presets()[name], overrides)
 
     run, data = DEMO.setup(load, steps or DEMO.STEPS, minutes, data_dir)
     out_dir = Path(out)

@@ -92,13 +92,13 @@ def test_resolved_config_round_trips(tmp_path):
 
 
 def test_presets_are_valid():
-    from attnkit.cli import PRESETS
+    from attnkit.families import presets
 
-    names = sorted(p.stem for p in PRESETS.glob("*.yaml"))
+    names = presets()
     assert {"m30k-small", "toy-reverse", "transformer-base", "transformer-big"} <= set(names)
-    big = load_config(PRESETS / "transformer-big.yaml")
+    big = load_config(names["transformer-big"])
     assert (big.model.d_model, big.model.n_heads, big.model.d_ff, big.model.dropout) == (1024, 16, 4096, 0.3)
-    small = load_config(PRESETS / "m30k-small.yaml")
+    small = load_config(names["m30k-small"])
     assert (small.model.layers, small.model.d_model, small.model.n_heads, small.model.d_ff) == (3, 256, 4, 1024)
     assert small.data.vocab_size == 8000 and small.data.joint
 

@@ -1,5 +1,6 @@
-"""`attnkit presets`: the built-in configs (`src/attnkit/presets/*.yaml`), one line each, and how a
-command turns a preset name into its file (`config_path`, with "did you mean" for a typo)."""
+"""`attnkit presets`: the built-in configs (each family's `presets/*.yaml`, `attnkit.families.presets`),
+one line each, and how a command turns a preset name into its file (`config_path`, with "did you
+mean" for a typo)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,9 @@ from pathlib import Path
 
 from attnkit.config.args import example
 from attnkit.errors import ConfigError
+from attnkit.families import presets
 
 ABBREVIATION = re.compile(r"\b(et al|sec|e\.g|i\.e|cf|vs)\.$")
-PRESETS = Path(__file__).resolve().parent.parent / "presets"
-
-
-def preset_names() -> list[str]:
-    """The presets' names: `m30k-small`, ..., and the sweep files as `sweeps/NAME`."""
-    return sorted(p.relative_to(PRESETS).with_suffix("").as_posix() for p in (*PRESETS.glob("*.yaml"), *PRESETS.glob("sweeps/*.yaml")))
 
 
 def config_path(name: str) -> Path:
@@ -26,10 +22,10 @@ def config_path(name: str) -> Path:
     path = Path(name)
     if path.exists() or path.suffix:
         return path
-    preset = PRESETS / f"{name}.yaml"
-    if preset.is_file():
-        return preset
-    close = difflib.get_close_matches(name, preset_names(), n=3)
+    known = presets()
+    if name in known:
+        return known[name]
+    close = difflib.get_close_matches(name, list(known), n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     raise ConfigError(f"{name}: no such config file or preset{hint} (`attnkit presets` lists them)")
 
@@ -52,10 +48,10 @@ def summary(path: Path) -> str:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    names = preset_names()
-    width = max(map(len, names))
-    for name in names:
-        print(f"{name:<{width}}  {summary(PRESETS / f'{name}.yaml')}")
+    known = presets()
+    width = max(map(len, known))
+    for name, path in known.items():
+        print(f"{name:<{width}}  {summary(path)}")
     return 0
 
 

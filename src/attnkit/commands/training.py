@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from attnkit.commands.presets import PRESETS, config_path
+from attnkit.commands.presets import config_path
 from attnkit.config.args import example, positive_float, positive_int
 
-__all__ = ["PRESETS", "add", "config_path"]
+__all__ = ["add", "config_path"]
 
 
 def cmd_config(args: argparse.Namespace) -> int:

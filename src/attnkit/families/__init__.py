@@ -1,7 +1,7 @@
 """The model families, in one explicit table: the only place in attnkit that names them.
 
 `FAMILIES` maps a family's name to its `Family` (`attnkit.families.protocol`); `family_of` finds
-the family of a `model.kind`. `load_config` validates a config file against the family its
+the family of a `model.kind`, `presets` every family's built-in configs by name. `load_config` validates a config file against the family its
 `model.kind` names, and `load_run` loads a run folder of any family. Adding a family is one line
 here (docs/architecture.md).
 """
@@ -30,6 +30,23 @@ FAMILIES: dict[str, Family] = {
 DEMO = translation.demo  # what `attnkit demo` trains and shows
 
 KINDS: dict[str, Family] = {kind: family for family in FAMILIES.values() for kind in family.kinds}
+
+
+def presets() -> dict[str, Path]:
+    """Every family's presets by name: `m30k-small`, ..., and the sweep files as `sweeps/NAME`.
+
+    Raises:
+        ConfigError: two families ship a preset of the same name.
+    """
+    found: dict[str, Path] = {}
+    for family in FAMILIES.values():
+        folder = family.presets
+        for path in sorted((*folder.glob("*.yaml"), *folder.glob("sweeps/*.yaml"))) if folder else ():
+            name = path.relative_to(folder).with_suffix("").as_posix()
+            if name in found:
+                raise ConfigError(f"{path}: preset {name!r} is also {found[name]}")
+            found[name] = path
+    return dict(sorted(found.items()))
 
 
 def family_of(kind: str) -> Family:

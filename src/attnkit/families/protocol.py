@@ -3,7 +3,8 @@
 A family package (`attnkit/families/<name>/`) holds everything that is specific to one kind of
 model: its config sections, its codec (raw input <-> ids <-> batch), model construction, loss and
 validation metrics, inference, its attention maps in the common format, what it stores in
-`run.json`, its request/response schema for `serve` and the CLI verbs it adds. The trainer, run
+`run.json`, its request/response schema for `serve`, the CLI verbs and `attnkit data` tools it
+adds and its presets. The trainer, run
 folders, plots, report, server and CLI take a `Family` from the one table in `attnkit.families`
 and never ask which family it is. docs/architecture.md walks through adding one.
 """
@@ -178,6 +179,7 @@ class Family:
     attribution: Callable[[Any, str, int | None], tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor, str]] | None = None
     engines: Mapping[str, Engine] = field(default_factory=dict)  # `--engine NAME` besides attnkit's own search
     starter: Starter | None = None  # `attnkit init FAMILY`: a commented config for one's own files
+    presets: Path | None = None  # its built-in configs (`attnkit train NAME`): NAME.yaml, and sweeps/NAME.yaml
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)

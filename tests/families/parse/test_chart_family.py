@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import attnkit
 from attnkit.cli import main
-from attnkit.families import load_config, load_run
+from attnkit.families import load_config, load_run, presets
 from attnkit.families.parse.trees import parse_trees
 from attnkit.families.protocol import ExploreOptions
 
@@ -21,7 +20,6 @@ TREES = """( (S (NP-SBJ (DT The) (NN dog)) (VP (VBZ barks)) (. .)) )
 ( (S (NP-SBJ (PRP It)) (VP (VBZ seems) (S (VP (TO to) (VP (VB work))))) (. .)) )
 ( (NP (NN Yes)) )
 """
-PRESETS = Path(attnkit.__file__).parent / "presets"
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +42,7 @@ train: {{max_steps: 120, eval_every: 60, threads: 1, precision: fp32, schedule: 
 
 
 def test_the_preset_validates():
-    run = load_config(PRESETS / "parse-ptb-chart.yaml")
+    run = load_config(presets()["parse-ptb-chart"])
     assert run.task == "parsing" and run.model.kind == "chart" and run.train.early_stopping == "f1"
     assert run.model.d_model == 256 and run.train.precision == "fp32"
 

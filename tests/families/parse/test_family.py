@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import attnkit
 from attnkit.artifacts.checkpoint import save_checkpoint
 from attnkit.artifacts.runs import write_run
 from attnkit.cli import main
 from attnkit.errors import ConfigError
-from attnkit.families import FAMILIES, load_config, load_run
+from attnkit.families import FAMILIES, load_config, load_run, presets
 from attnkit.families.parse.draw import tree_svg
 from attnkit.families.parse.trees import parse_trees
 from attnkit.families.protocol import ExploreOptions
@@ -22,7 +21,6 @@ from attnkit.families.protocol import ExploreOptions
 TRAIN = """( (S (NP-SBJ-1 (DT The) (NN dog)) (VP (VBZ barks) (NP (-NONE- *-1))) (. .)) )
 ( (S (NP-SBJ (PRP It)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )
 """
-PRESETS = Path(attnkit.__file__).parent / "presets"
 DEV = "( (S (NP (DT The) (NN cat)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .)) )\n"
 
 
@@ -53,7 +51,7 @@ decode: {{beam: 2, max_len_b: 20, max_src_len: 12}}
 
 def test_presets_validate_and_a_parsing_config_needs_its_task(tmp_path):
     for preset in ("parse-ptb", "parse-wsj"):
-        run = load_config(PRESETS / f"{preset}.yaml")
+        run = load_config(presets()[preset])
         assert run.task == "parsing" and run.train.early_stopping == "f1"
         assert (run.decode.beam, run.decode.alpha, run.decode.max_len_a, run.decode.max_len_b) == (21, 0.3, 1.0, 300)
     config = tmp_path / "bad.yaml"

@@ -12,6 +12,7 @@ metrics (`scores`), generated shape images (`shapes`), the CLI verbs (`commands`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -65,5 +66,5 @@ FAMILY = Family(
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     records=_records, views=_views, info=_info,
-    starter=starter.STARTER,
+    starter=starter.STARTER, presets=Path(__file__).parent / "presets",
 )  # fmt: skip

@@ -10,6 +10,8 @@ API (`api`). docs/architecture.md walks through it as the example of a family. `
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from attnkit.families.protocol import Family
 from attnkit.families.sentence import codec, commands, explore, starter
 from attnkit.families.sentence.api import API
@@ -22,5 +24,5 @@ FAMILY = Family(
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     records=explore.records, views=explore.views, info=lambda loaded: {}, attribution=explore.score_function,
-    starter=starter.STARTER,
+    starter=starter.STARTER, presets=Path(__file__).parent / "presets",
 )  # fmt: skip
