@@ -107,7 +107,7 @@ def command_problems(where: str, parser: argparse.ArgumentParser, leaf: bool) ->
         found.append(f"{where}: --input without a positional TEXT (texts come as arguments, --input FILE or stdin)")
     if "--workers" in flags and flags["--workers"].type is not positive_int:
         found.append(f"{where} --workers: a positive count (positive_int)")
-    if leaf and not (parser.epilog or "").startswith(f"example:\n  {where}"):
+    if leaf and not parser.get_default("moved_to") and not (parser.epilog or "").startswith(f"example:\n  {where}"):
         found.append(f"{where}: no example of itself in its epilog (`attnkit.config.args.example`)")
     return found
 
@@ -157,8 +157,8 @@ def test_a_command_that_breaks_it_is_named_for_each_break():
         (["data", "fetch", "multi30k", "--dest", "d"], ["data", "fetch", "multi30k", "--out", "d"], "out", "d"),
         (["explain", "RUN", "t", "--html", "a.html", "--png", "a.png"], ["explain", "RUN", "t", "--out", "a.html", "--out", "a.png"], "out", ["a.html", "a.png"]),
         (["caption", "RUN", "i.png", "--attention-png", "s.png"], ["caption", "RUN", "i.png", "--out", "s.png"], "out", "s.png"),
-        (["caption-shapes", "shapes"], ["caption-shapes", "--out", "shapes"], "out", "shapes"),
-        (["caption-shapes", "--out", "s", "--train", "5"], ["caption-shapes", "--out", "s", "--train-size", "5"], "train_size", 5),
+        (["data", "caption-shapes", "shapes"], ["data", "caption-shapes", "--out", "shapes"], "out", "shapes"),
+        (["data", "caption-shapes", "--out", "s", "--train", "5"], ["data", "caption-shapes", "--out", "s", "--train-size", "5"], "train_size", 5),
         (["report", "RUN", "t", "--out", "r.html", "--output", "1"], ["report", "RUN", "t", "--out", "r.html", "--attribute-target", "1"],
          "attribute_target", 1),
         (["attention", "RUN", "t", "--out", "a.npz", "--output", "2"], ["attention", "RUN", "t", "--out", "a.npz", "--attribute-target", "2"],
@@ -177,4 +177,16 @@ def test_an_old_spelling_works_with_one_deprecation_line(old, new, dest, value, 
 
 
 def test_an_old_spelling_beside_the_new_one_is_refused():
-    assert main(["caption-shapes", "a", "--out", "b"]) == 2
+    assert main(["data", "caption-shapes", "a", "--out", "b"]) == 2
+
+
+def test_a_moved_command_works_with_one_deprecation_line(tmp_path, capsys):
+    """`attnkit caption-shapes` moved to `attnkit data caption-shapes`: the old verb is hidden from the
+    command list, takes the same arguments and says where the command went, in one line."""
+    assert "caption-shapes" not in build_parser().description
+    assert main(["caption-shapes", "--out", str(tmp_path / "old"), "--train-size", "1", "--valid-size", "1", "--size", "16"]) == 0
+    err = capsys.readouterr().err
+    assert err == "attnkit: caption-shapes is deprecated and will be removed; use attnkit data caption-shapes\n"
+    assert main(["data", "caption-shapes", "--out", str(tmp_path / "new"), "--train-size", "1", "--valid-size", "1", "--size", "16"]) == 0
+    assert capsys.readouterr().err == ""
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == sorted(p.name for p in (tmp_path / "new").iterdir())

@@ -15,7 +15,7 @@ from attnkit.families import FAMILIES
 
 def registered() -> list[str]:
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return list(sub.choices)
+    return [name for name, parser in sub.choices.items() if not parser.get_default("moved_to")]  # a moved command is hidden
 
 
 def top_help(capsys) -> str:

@@ -126,7 +126,7 @@ def test_caption_metrics_missing(shapes, caption_run, tmp_path, block, capsys):
     fails_at_once(["evaluate", str(caption_run), "--images", str(valid / "images_valid"), "--captions", str(valid / "captions_valid.txt")],
                   capsys, "pycocoevalcap", "caption")  # fmt: skip
     # what does not need the scorers still works: new shapes, training without BLEU-4, captioning
-    assert main(["caption-shapes", "--out", str(tmp_path / "more"), "--train-size", "2", "--valid-size", "2"]) == 0
+    assert main(["data", "caption-shapes", "--out", str(tmp_path / "more"), "--train-size", "2", "--valid-size", "2"]) == 0
     assert main(caption_train(shapes, out, "train.eval_decode=false")) == 0
     image = next((valid / "images_valid").iterdir())
     capsys.readouterr()

@@ -30,7 +30,7 @@ __all__ = ["main"]
 
 # `attnkit --help` lists the commands in these groups, in this order; a command missing here is listed under "other".
 GROUPS = {
-    "start": ("doctor", "demo", "presets", "init", "config", "data", "caption-shapes"),
+    "start": ("doctor", "demo", "presets", "init", "config", "data"),
     "train": ("train", "sweep", "average"),
     "use": ("translate", "classify", "embed", "parse", "caption", "evaluate", "evalb"),
     "explore": ("attention", "plot", "report", "explain", "heads", "faithfulness"),

@@ -103,6 +103,21 @@ def renamed(container: argparse._ActionsContainer, old: str, new: str) -> None:
     container.add_argument(old, action=Renamed, new=container._option_string_actions[new], old=old)
 
 
+def moved(sub: argparse._SubParsersAction, old: str, new: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+          func: Callable[[argparse.Namespace], int]) -> None:  # fmt: skip
+    """Keep the command `attnkit OLD` working a while after it moved to `attnkit NEW` (`caption-shapes` to
+    `data caption-shapes`): the same arguments (`add_arguments`), one deprecation line on stderr, then
+    `func`. Hidden from the command list; its parser's `moved_to` default says where it went."""
+    parser = sub.add_parser(old, description=f"Deprecated: use `attnkit {new}`.")
+    add_arguments(parser)
+
+    def run(args: argparse.Namespace) -> int:
+        print(f"attnkit: {old} is deprecated and will be removed; use attnkit {new}", file=sys.stderr)
+        return func(args)
+
+    parser.set_defaults(func=run, moved_to=new)
+
+
 def example(*lines: str) -> str:
     """A parser's epilog: its example command lines."""
     return "example:\n" + "".join(f"  {line}\n" for line in lines)

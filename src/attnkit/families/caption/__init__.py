@@ -65,6 +65,6 @@ FAMILY = Family(
     name="captioning", kinds=("show_attend_tell",), run_schema=CaptionRun, api=API, task=CaptionTask,
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
-    records=_records, views=_views, info=_info,
+    records=_records, views=_views, info=_info, data_commands=commands.add_data_commands,
     starter=starter.STARTER, presets=Path(__file__).parent / "presets",
 )  # fmt: skip

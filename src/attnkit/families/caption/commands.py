@@ -1,4 +1,6 @@
-"""The captioning family's CLI: `attnkit caption`, and its options of `attnkit evaluate`."""
+"""The captioning family's CLI: `attnkit caption`, its options of `attnkit evaluate`, and its
+`attnkit data` tool, `data caption-shapes` (once the top-level `attnkit caption-shapes`, still
+accepted with a deprecation line)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 
 from attnkit import extras
 from attnkit.artifacts.runs import LoadedRun, load_run
-from attnkit.config.args import add_checkpoint, example, positive_int, renamed
+from attnkit.config.args import add_checkpoint, example, moved, positive_int, renamed
 from attnkit.errors import AttnkitError
 from attnkit.families.caption.captions import read_captioned_images
 from attnkit.families.caption.figure import attention_strip
@@ -35,9 +37,18 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     add_checkpoint(p)
     p.add_argument("--batch-size", type=positive_int, default=16, help="images per batch")
     p.set_defaults(func=cmd_caption, family=family)
-    s = sub.add_parser("caption-shapes", help="write a generated captioned image set (coloured shapes and their places)",
-                       description="Seeded coloured shapes at places of a 3 x 3 layout, captions naming them (docs/caption.md).",
-                       epilog=example("attnkit caption-shapes --out data/shapes"))  # fmt: skip
+    moved(sub, "caption-shapes", "data caption-shapes", _shapes_arguments, cmd_shapes)
+
+
+def add_data_commands(data: argparse._SubParsersAction, load_config: Callable[[str], object]) -> None:
+    """`data caption-shapes`: a generated captioned image set."""
+    s = data.add_parser("caption-shapes", help="write a generated captioned image set (coloured shapes and their places)",
+                        description="Seeded coloured shapes at places of a 3 x 3 layout, captions naming them (docs/caption.md).",
+                        epilog=example("attnkit data caption-shapes --out data/shapes"))  # fmt: skip
+    _shapes_arguments(s)
+
+
+def _shapes_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--train-size", type=positive_int, default=2000, help="training images")
     s.add_argument("--valid-size", type=positive_int, default=200, help="validation images")
     renamed(s, "--train", "--train-size")
@@ -47,7 +58,7 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     out = s.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", metavar="DIR", help="required: the folder to write images_{train,valid}/ and captions_{train,valid}.txt into")
     renamed(out, "out", "--out")
-    s.set_defaults(func=cmd_shapes, family=family)
+    s.set_defaults(func=cmd_shapes)
 
 
 def cmd_shapes(args: argparse.Namespace) -> int:
