@@ -1,4 +1,5 @@
-"""Small evaluation metrics: perplexity, accuracy, confusion matrix and macro-F1."""
+"""Small evaluation metrics shared by the families: perplexity and accuracy (a family's own metrics live
+in its package: macro-F1 in `families/sentence/metrics.py`, BLEU in `families/translation/bleu.py`)."""
 
 from __future__ import annotations
 
@@ -56,30 +57,3 @@ def accuracy(pred: Tensor | Sequence[int], gold: Tensor | Sequence[int], *, keep
     if correct.numel() == 0:
         raise ValueError("accuracy of zero positions")
     return correct.float().mean().item()
-
-
-def confusion_matrix(pred: Sequence[int], gold: Sequence[int], n_classes: int) -> list[list[int]]:
-    """Counts ``[gold][pred]``: row i holds the examples of class i, column j those predicted as j."""
-    counts = [[0] * n_classes for _ in range(n_classes)]
-    for p, g in zip(pred, gold, strict=True):
-        counts[g][p] += 1
-    return counts
-
-
-def macro_f1(pred: Sequence[int], gold: Sequence[int], n_classes: int) -> float:
-    """Unweighted mean over classes of F1 = 2 TP / (2 TP + FP + FN).
-
-    Classes that occur neither in ``gold`` nor in ``pred`` are left out of the mean (their F1 is
-    undefined); the others count, so a class never predicted has F1 0.
-    """
-    counts = confusion_matrix(pred, gold, n_classes)
-    scores = []
-    for c in range(n_classes):
-        tp = counts[c][c]
-        fn = sum(counts[c]) - tp
-        fp = sum(row[c] for row in counts) - tp
-        if tp + fn + fp:
-            scores.append(2 * tp / (2 * tp + fp + fn))
-    if not scores:
-        raise ValueError("macro-F1 of zero examples")
-    return sum(scores) / len(scores)

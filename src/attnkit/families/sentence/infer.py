@@ -20,9 +20,10 @@ import torch
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.data.batching import pad
 from attnkit.errors import DataError
-from attnkit.evaluate.metrics import accuracy, confusion_matrix, macro_f1
+from attnkit.evaluate.metrics import accuracy
 from attnkit.families.sentence.codec import words
 from attnkit.families.sentence.data import LabelledText, read_labelled, read_snli, read_sst_trees
+from attnkit.families.sentence.metrics import confusion_matrix, macro_f1
 from attnkit.progress import counter
 
 

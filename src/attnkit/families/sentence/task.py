@@ -16,11 +16,11 @@ from torch import nn
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.attention.structured import frobenius_penalty
 from attnkit.data.batching import TokenBatcher, pad
-from attnkit.evaluate.metrics import accuracy, macro_f1
+from attnkit.evaluate.metrics import accuracy
 from attnkit.families.sentence.codec import EncodedText, SentenceVocabs, build_vocab, encode_examples, vocabs_from_json, vocabs_to_json
 from attnkit.families.sentence.config import SentenceRun
 from attnkit.families.sentence.corpus import classify_files, classify_splits
-from attnkit.families.sentence.metrics import hop_overlap
+from attnkit.families.sentence.metrics import hop_overlap, macro_f1
 from attnkit.families.sentence.model import build, load_word_vectors
 from attnkit.precision import autocast
 
