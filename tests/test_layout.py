@@ -90,6 +90,17 @@ def test_core_templates_and_scripts_name_no_family():
     assert not found, found
 
 
+def test_core_styles_are_for_core_pages():
+    """Every class the core's stylesheets style is drawn by a core script or template: the styles of a
+    family's card (its class probabilities, tree, image panels) are in the family's `Api.renderer_style`."""
+    core = [p for p in sorted(SRC.rglob("*")) if p.suffix in (".html", ".js", ".py") and _core(p)]
+    drawn = "\n".join(p.read_text(encoding="utf-8") for p in core)
+    found = [f"{p.relative_to(SRC)}: .{name}" for p in sorted(SRC.rglob("*.css")) if _core(p)
+             for name in sorted(set(re.findall(r"\.([a-zA-Z][\w-]*)", re.sub(r"/\*.*?\*/", "", p.read_text(encoding="utf-8"), flags=re.S))))
+             if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", drawn)]  # fmt: skip
+    assert not found, f"styles only a family's pages use belong in its renderer_style: {found}"
+
+
 def _shared_sections(tree: dict) -> str:
     """The keys and values of a config's shared sections (`train`, `decode`), as one text."""
     return yaml.safe_dump({key: tree.get(key) for key in ("train", "decode")})

@@ -152,7 +152,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.attribute:
         records = [dict(r, attribution=_run_attribution(loaded, line, options, args)) for r, line in zip(records, lines)]
     write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script(),
-                 curves=[curves.to_json()] if curves else [])  # fmt: skip
+                 curves=[curves.to_json()] if curves else [], style=loaded.family.api.renderer_css())  # fmt: skip
     print(f"wrote {args.out}")
     return 0
 

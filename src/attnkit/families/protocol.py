@@ -102,16 +102,22 @@ class Api:
     """A family's part of `attnkit serve` and `attnkit report`: its pages (path -> `Page`), assets
     (name -> file, served under /static/) and routes, and `renderer`, the asset (a script) that sets
     `AttnView.render(container, record)` to draw one of its records (without one, the common card
-    of viz/templates/attention.js: source, output, n-best list, attention maps)."""
+    of viz/templates/attention.js: source, output, n-best list, attention maps), and `renderer_style`,
+    the asset (a stylesheet) with the styles of what it draws: the core's styles name no family."""
 
     pages: dict[str, Page] = field(default_factory=dict)
     assets: dict[str, Traversable] = field(default_factory=dict)
     endpoints: tuple[Endpoint, ...] = ()
     renderer: str | None = None
+    renderer_style: str | None = None  # the asset (a stylesheet) for what `renderer` draws, after viz/templates/attention.css
 
     def renderer_script(self) -> str:
         """The text of the renderer script ("" without one)."""
         return self.assets[self.renderer].read_text(encoding="utf-8") if self.renderer else ""
+
+    def renderer_css(self) -> str:
+        """The text of the renderer's stylesheet ("" without one)."""
+        return self.assets[self.renderer_style].read_text(encoding="utf-8") if self.renderer_style else ""
 
 
 @dataclass(frozen=True)

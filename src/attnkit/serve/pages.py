@@ -21,11 +21,12 @@ def navigation(apis: Iterable[Api]) -> str:
 
 def render_page(page: Page, api: Api, nav: str) -> str:
     """The HTML of `page`: the template with its title, styles, view and scripts (the family's
-    renderer first, so the page's own scripts can use `AttnView.render`)."""
+    renderer and its stylesheet first, so the page's own scripts can use `AttnView.render`)."""
     scripts = ([api.renderer] if api.renderer else []) + [name for name in page.scripts if name != api.renderer]
+    styles = ([api.renderer_style] if api.renderer_style else []) + [name for name in page.styles if name != api.renderer_style]
     parts = {
         "{{title}}": html.escape(page.title),
-        "{{styles}}": "\n".join(f'<link rel="stylesheet" href="/static/{html.escape(name)}">' for name in page.styles),
+        "{{styles}}": "\n".join(f'<link rel="stylesheet" href="/static/{html.escape(name)}">' for name in styles),
         "{{nav}}": nav,
         "{{view}}": page.view.read_text(encoding="utf-8").strip(),
         "{{scripts}}": "\n".join(f'<script src="/static/{html.escape(name)}"></script>' for name in scripts),

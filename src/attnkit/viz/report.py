@@ -3,7 +3,8 @@
 The page shows one card per record: by default the common card of `templates/attention.js` (the
 same script the web UI serves): the input, the output, the n-best list and the interactive
 attention view. A family whose records carry more gives its renderer script (`Api.renderer`: class
-probabilities, an image strip, a tree drawing), inlined after it. The records are embedded verbatim
+probabilities, an image strip, a tree drawing), inlined after it, and its stylesheet
+(`Api.renderer_style`), inlined after the core's. The records are embedded verbatim
 as JSON in `<script type="application/json" id="attention-data">`, so a report is also a data file.
 A run's training curves (`viz.curves`: loss, learning rate, validation metrics) come first, drawn by
 `templates/curves.js` from `<script type="application/json" id="curves-data">` (an empty list: none).
@@ -38,18 +39,21 @@ def embed_json(value) -> str:
     return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
 
 
-def render_report(records: list[dict], title: str, renderer: str = "", curves: Sequence[dict] = ()) -> str:
+def render_report(records: list[dict], title: str, renderer: str = "", curves: Sequence[dict] = (), style: str = "") -> str:
     """The report page for `records` (a family's `records`: the same JSON the web UI gets), drawn by
-    `renderer` (the family's script that sets `AttnView.render`; "": the common card), after the
-    training `curves` (`Curves.to_json()` of each run; none: no curves section)."""
+    `renderer` (the family's script that sets `AttnView.render`; "": the common card) with `style`
+    (its stylesheet, `Api.renderer_css`), after the training `curves` (`Curves.to_json()` of each
+    run; none: no curves section)."""
     page = template("report.html")
-    parts = {"style": template("attention.css"), "script": shared_script() + "\n" + renderer,
+    parts = {"style": template("attention.css") + style, "script": shared_script() + "\n" + renderer,
              "title": html.escape(title), "data": embed_json(records), "curves": embed_json(list(curves))}  # fmt: skip
     return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], page)  # one pass: what is put in is not searched again
 
 
-def write_report(records: list[dict], path: str | Path, title: str = "attnkit report", renderer: str = "", curves: Sequence[dict] = ()) -> Path:
+def write_report(
+    records: list[dict], path: str | Path, title: str = "attnkit report", renderer: str = "", curves: Sequence[dict] = (), style: str = ""
+) -> Path:
     """Write the report atomically; returns its path."""
     path = Path(path)
-    atomic_write_text(path, render_report(records, title, renderer, curves))
+    atomic_write_text(path, render_report(records, title, renderer, curves, style))
     return path

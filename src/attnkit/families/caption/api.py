@@ -86,7 +86,13 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
 
 API = Api(
     pages={"/caption": Page("caption", STATIC / "caption.html", scripts=("caption.js",), styles=("caption.css",))},
-    assets={"caption.js": STATIC / "caption.js", "caption.css": STATIC / "caption.css", "caption-view.js": STATIC / "caption-view.js"},
+    assets={
+        "caption.js": STATIC / "caption.js",
+        "caption.css": STATIC / "caption.css",
+        "caption-view.js": STATIC / "caption-view.js",
+        "caption-view.css": STATIC / "caption-view.css",
+    },
     endpoints=(Endpoint("/v1/caption", CaptionRequest, CaptionResponse, batch_key, answer),),
     renderer="caption-view.js",
+    renderer_style="caption-view.css",
 )

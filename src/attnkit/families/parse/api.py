@@ -72,7 +72,8 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
 
 API = Api(
     pages={"/parse": Page("parse", STATIC / "parse.html", scripts=("parse.js",))},
-    assets={"parse.js": STATIC / "parse.js", "parse-view.js": STATIC / "parse-view.js"},
+    assets={"parse.js": STATIC / "parse.js", "parse-view.js": STATIC / "parse-view.js", "parse-view.css": STATIC / "parse-view.css"},
     endpoints=(Endpoint("/v1/parse", ParseRequest, ParseResponse, batch_key, answer),),
     renderer="parse-view.js",
+    renderer_style="parse-view.css",
 )

@@ -51,7 +51,8 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
 
 API = Api(
     pages={"/classify": Page("classify", STATIC / "classify.html", scripts=("classify.js",))},
-    assets={"classify.js": STATIC / "classify.js", "classify-view.js": STATIC / "classify-view.js"},
+    assets={"classify.js": STATIC / "classify.js", "classify-view.js": STATIC / "classify-view.js", "classify-view.css": STATIC / "classify-view.css"},
     endpoints=(Endpoint("/v1/classify", ClassifyRequest, ClassifyResponse, batch_key, answer),),
     renderer="classify-view.js",
+    renderer_style="classify-view.css",
 )
