@@ -2,8 +2,8 @@
 a batch's target tokens, and the validation-loss loop over a held-out split.
 
 A family computes its decoder features its own way (an RNN's scheduled sampling, a parser's tagger
-loss added) and hands them to `token_loss`; `validation_loss` batches a split by length exactly as
-training does and sums what the family's loss returns.
+loss added) and hands them to `token_loss`; `validation_loss` sums what the family's loss returns over
+a split with the loop every family shares (`families/validation.py`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from attnkit.config.schema import Train
-from attnkit.data.batching import Batch, Example, TokenBatcher, sequence_lengths
+from attnkit.data.batching import Batch, Example, sequence_lengths
 from attnkit.data.vocab import PAD
 from attnkit.evaluate.metrics import perplexity
+from attnkit.families.validation import validation_sums
 from attnkit.models.losses import label_smoothed_nll
-from attnkit.precision import autocast
 
 
 def token_loss(
@@ -41,13 +41,8 @@ def validation_loss(
     """The mean loss per target token ("loss") and the perplexity ("ppl") of `examples`.
 
     `collate(index)` pads the examples `index` into a batch; `loss(batch)` returns its summed
-    (loss, NLL). Batches hold `train.max_tokens`, in length order, under the run's precision.
+    (loss, NLL). Batches as in training, in length order, under the run's precision (`validation_sums`).
     """
-    batcher = TokenBatcher(*sequence_lengths(examples), max_tokens=train.max_tokens, shuffle=False, seed=0)
-    loss_sum = nll_sum = n_tokens = 0.0
-    for index in batcher.epoch(0):
-        batch = collate(index).to(device)
-        with autocast(device, train.precision):
-            batch_loss, nll = loss(batch)
-        loss_sum, nll_sum, n_tokens = loss_sum + batch_loss.item(), nll_sum + nll.item(), n_tokens + batch.n_tgt_tokens
-    return {"loss": loss_sum / n_tokens, "ppl": perplexity(nll_sum, n_tokens)}
+    sums = validation_sums(sequence_lengths(examples), collate, loss, lambda batch, out: {"loss": out[0], "nll": out[1], "tokens": batch.n_tgt_tokens},
+                           train, device)  # fmt: skip
+    return {"loss": sums["loss"] / sums["tokens"], "ppl": perplexity(sums["nll"], sums["tokens"])}

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
-from attnkit.data.batching import TokenBatcher, pad
+from attnkit.data.batching import pad
 from attnkit.data.vocab import BOS, EOS, PAD
 from attnkit.decode.beam_state import gather_beams
 from attnkit.decode.greedy import greedy
@@ -36,7 +36,7 @@ from attnkit.families.caption.encoders import cached_features, effective_encoder
 from attnkit.families.caption.images import ImageSource
 from attnkit.families.caption.model import ShowAttendTell, build, doubly_stochastic
 from attnkit.families.caption.scores import bleu4
-from attnkit.precision import autocast
+from attnkit.families.validation import validation_sums
 from attnkit.progress import counter
 
 log = logging.getLogger("attnkit")
@@ -197,14 +197,10 @@ class CaptionTask:
     def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
         """Validation loss and per-token cross entropy; BLEU-4 (0-100) of greedy captions."""
         t, split = self.run.train, self.valid
-        batcher = TokenBatcher(*self._lengths(split), max_tokens=t.max_tokens, max_sentences=t.max_sentences, shuffle=False, seed=0)
-        loss_sum = ce_sum = n_tokens = 0.0
-        for index in batcher.epoch(0):
-            batch = collate_split(split, index, self.run.model.input_size).to(device)
-            with autocast(device, t.precision):
-                loss, ce = caption_loss(model, batch, self.run.model.lambda_)
-            loss_sum, ce_sum, n_tokens = loss_sum + loss.item(), ce_sum + ce.item(), n_tokens + self.size(batch)
-        metrics = {"loss": loss_sum / n_tokens, "ce": ce_sum / n_tokens}
+        sums = validation_sums(self._lengths(split), lambda index: collate_split(split, index, self.run.model.input_size),
+                               lambda batch: caption_loss(model, batch, self.run.model.lambda_),
+                               lambda batch, out: {"loss": out[0], "ce": out[1], "tokens": self.size(batch)}, t, device)  # fmt: skip
+        metrics = {"loss": sums["loss"] / sums["tokens"], "ce": sums["ce"] / sums["tokens"]}
         if t.eval_decode:
             n = min(t.eval_max_sentences or len(split.names), len(split.names))
             hyps = []

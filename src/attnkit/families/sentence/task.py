@@ -15,14 +15,14 @@ from torch import nn
 
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.attention.structured import frobenius_penalty
-from attnkit.data.batching import TokenBatcher, pad
+from attnkit.data.batching import pad
 from attnkit.evaluate.metrics import accuracy
 from attnkit.families.sentence.codec import EncodedText, SentenceVocabs, build_vocab, encode_examples, vocabs_from_json, vocabs_to_json
 from attnkit.families.sentence.config import SentenceRun
 from attnkit.families.sentence.corpus import classify_files, classify_splits
 from attnkit.families.sentence.metrics import hop_overlap, macro_f1
 from attnkit.families.sentence.model import build, load_word_vectors
-from attnkit.precision import autocast
+from attnkit.families.validation import validation_sums
 
 log = logging.getLogger("attnkit")
 
@@ -121,22 +121,25 @@ class ClassificationTask:
     def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
         """Validation loss (cross entropy + coef * P), accuracy, macro-F1; with attention pooling also
         the mean penalty P and the mean pairwise overlap of the hops (`hop_overlap`)."""
-        t, coef = self.run.train, self.run.model.coef
-        batcher = TokenBatcher(*text_lengths(self.valid), max_tokens=t.max_tokens, max_sentences=t.max_sentences, shuffle=False, seed=0)
-        loss_sum, penalty_sum, overlap_sum, pred, gold = 0.0, 0.0, 0.0, [], []
-        for index in batcher.epoch(0):
-            batch = collate_texts(self.valid, index).to(device)
-            with autocast(device, t.precision):
-                output = model(batch.tokens, batch.keep, batch.tokens2, batch.keep2)
-                loss_sum += model.loss(output, batch.labels, coef).item() * len(index)
-            pred += output.logits.argmax(dim=-1).tolist()
-            gold += batch.labels.tolist()
+        coef, pred, gold = self.run.model.coef, [], []
+
+        def forward(batch: TextBatch) -> tuple:
+            output = model(batch.tokens, batch.keep, batch.tokens2, batch.keep2)
+            return output, model.loss(output, batch.labels, coef)
+
+        def measure(batch: TextBatch, out: tuple) -> dict[str, float]:
+            output, loss = out
+            pred.extend(output.logits.argmax(dim=-1).tolist())
+            gold.extend(batch.labels.tolist())
+            sums = {"loss": loss.item() * len(batch.labels)}
             if output.attention is not None:  # the (first) sentence's hops
                 a = output.attention.float()  # (B, R, S)
-                penalty_sum += frobenius_penalty(a).sum().item()
-                overlap_sum += hop_overlap(a).sum().item()
+                sums.update(penalty=frobenius_penalty(a).sum().item(), overlap=hop_overlap(a).sum().item())
+            return sums
+
+        sums = validation_sums(text_lengths(self.valid), partial(collate_texts, self.valid), forward, measure, self.run.train, device)
         n = len(gold)
-        metrics = {"loss": loss_sum / n, "accuracy": accuracy(pred, gold), "macro_f1": macro_f1(pred, gold, len(self.vocabs.labels))}
+        metrics = {"loss": sums["loss"] / n, "accuracy": accuracy(pred, gold), "macro_f1": macro_f1(pred, gold, len(self.vocabs.labels))}
         if model.attention is not None:
-            metrics.update(penalty=penalty_sum / n, overlap=overlap_sum / n)
+            metrics.update(penalty=sums["penalty"] / n, overlap=sums["overlap"] / n)
         return metrics

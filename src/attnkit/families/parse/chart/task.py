@@ -48,6 +48,7 @@ from attnkit.families.parse.chart.model import ChartParser
 from attnkit.families.parse.config import ChartModel, ParseRun
 from attnkit.families.parse.task import read_splits, tree_sources
 from attnkit.families.parse.trees import parse_trees
+from attnkit.families.validation import validation_sums
 
 log = logging.getLogger("attnkit")
 
@@ -182,15 +183,13 @@ class ChartTask:
 
     @torch.inference_mode()
     def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
-        """Dev loss per word, and (with `train.eval_decode`) EVALB F1 of the dev parses."""
-        valid, total, words = self.data.valid, 0.0, 0
-        order = sorted(range(len(valid)), key=lambda i: len(valid[i].words))
-        for start in range(0, len(order), 64):
-            batch = collate(valid, order[start : start + 64]).to(device)
-            total += float(batch_loss(model, batch))  # type: ignore[arg-type]
-            words += batch.n_words
-        metrics = {"loss": total / max(words, 1)}
-        t = self.run.train
+        """Dev loss per word (batched as in training, `validation_sums`), and (with `train.eval_decode`)
+        EVALB F1 of the dev parses."""
+        valid, t = self.data.valid, self.run.train
+        lengths = [len(e.words) + 2 for e in valid]
+        sums = validation_sums((lengths, lengths), partial(collate, valid), partial(batch_loss, model),
+                               lambda batch, loss: {"loss": loss, "words": batch.n_words}, t, device)  # fmt: skip
+        metrics = {"loss": sums["loss"] / max(sums["words"], 1)}
         if t.eval_decode:
             n = t.eval_max_sentences or len(self.data.dev_gold)
             metrics.update(dev_f1(model, self.vocabs, [parse_trees(line)[0] for line in self.data.dev_gold[:n]]))
