@@ -4,17 +4,22 @@ ruff's statement and complexity limits (pyproject.toml) keep functions simple; t
 short, counting the lines of a function from its signature to its end, its docstring left out.
 """
 
+import argparse
 import ast
 import re
 from pathlib import Path
 
 import yaml
 
+from attnkit.cli import build_parser
+from attnkit.config.schema import Decode
 from attnkit.families import FAMILIES
 from attnkit.families import presets as PRESETS
+from attnkit.serve.schemas import ModelInfo
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
 CONFIGS = SRC.parents[1] / "configs"
+TESTS = SRC.parents[1] / "tests"
 MAX_MODULE, MAX_FUNCTION = 400, 60
 
 
@@ -183,3 +188,95 @@ def test_no_type_checking_import_cycle():
                     if target.exists() and re.search(rf"^\s*from {re.escape(name)} import", target.read_text(encoding="utf-8"), re.M):
                         found.append(f"{name} <-> {imp.module}")
     assert not found, found
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def _listed(parser: argparse.ArgumentParser) -> set[str]:
+    """The subcommands `--help` lists (a moved command, `config.args.moved`, is hidden)."""
+    return {a.dest for a in next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))._choices_actions}
+
+
+def test_data_tools_are_under_data_only():
+    """A family's data tools are `attnkit data TOOL`; at the top level at most the hidden old verb
+    that says where the tool went (`caption-shapes`, docs/conventions.md)."""
+    root = build_parser()
+    top, data = _subcommands(root), _subcommands(_subcommands(root)["data"])
+    assert "caption-shapes" in data and data.keys() >= {"fetch", "check"}
+    listed = sorted(_listed(root) & set(data))
+    assert not listed, f"data tools listed as top-level verbs (put them under `attnkit data`): {listed}"
+    stale = sorted(name for name in set(top) & set(data) if top[name].get_default("moved_to") != f"data {name}")
+    assert not stale, f"top-level verbs named as a data tool that are not its deprecated old spelling: {stale}"
+
+
+def test_core_verbs_name_no_family():
+    """The verbs the core adds (`attnkit.commands`) are generic: no family's name, page, metric or engine;
+    a family's own verbs (`translate`, `parse`) come from its package (`Family.commands`)."""
+    words = family_words() | {engine for family in FAMILIES.values() for engine in family.engines}
+    found = []
+    for path, parser in _walk(build_parser()):
+        func = parser.get_default("func")
+        if parser.get_default("moved_to") or (func is not None and func.__module__.startswith("attnkit.families.")) or path[-1] in FAMILIES:
+            continue  # a family's verb or data tool, the hidden old spelling of one, or one per family from the table (`init NAME`)
+        if hits := named_families(" ".join(path), words):
+            found.append(f"attnkit {' '.join(path)}: {', '.join(hits)}")
+    assert not found, found
+    assert named_families("caption-shapes", words) == ["caption"]
+
+
+def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield (*path, name), child
+                yield from _walk(child, (*path, name))
+
+
+def test_serve_schemas_name_no_family():
+    """The shared bodies of `attnkit serve` (`serve/schemas.py`) hold no family's decoding settings or
+    engines: what a family adds to `GET /v1/models` comes from `Family.info`."""
+    words = family_words() | {engine for family in FAMILIES.values() for engine in family.engines}
+    text = (SRC / "serve" / "schemas.py").read_text(encoding="utf-8")
+    assert not named_families(text, words)
+    decoding = set(ModelInfo.model_fields) & {*Decode.model_fields, "engine"}
+    assert not decoding, f"GET /v1/models: {sorted(decoding)} are a family's (Family.info)"
+
+
+PLUMBING = ("attnkit", "attnkit.cli", "attnkit.errors", "attnkit.families", "attnkit.families.protocol")  # and attnkit.config.*
+
+
+def _attnkit_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return {name for name in names if name.split(".")[0] == "attnkit"}
+
+
+def family_only(imports: set[str]) -> str | None:
+    """The family a test file is about when it reaches only that family's package and the plumbing
+    (the CLI, errors, the family table, configs): None when it also tests a core module."""
+    own = {name for name in imports if name.startswith("attnkit.families.") and name.split(".")[2] in _family_dirs()}
+    families = {name.split(".")[2] for name in own}
+    plumbing = all(name in PLUMBING or name.startswith("attnkit.config.") for name in imports - own)
+    return families.pop() if len(families) == 1 and plumbing else None
+
+
+def _family_dirs() -> set[str]:
+    return {family.presets.parent.name for family in FAMILIES.values() if family.presets}
+
+
+def test_family_only_tests_live_with_their_family():
+    """A test file that tests one family's package alone belongs in tests/families/<family>/ (end-to-end
+    runs of the CLI, tests/e2e/, use a family as users do and stay there)."""
+    found = {}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        rel = path.relative_to(TESTS)
+        if rel.parts[0] in ("families", "e2e"):
+            continue
+        if family := family_only(_attnkit_imports(path)):
+            found[str(rel)] = f"tests/families/{family}/"
+    assert not found, found
+    assert family_only({"attnkit.cli", "attnkit.families.translation.translate", "attnkit.config.schema"}) == "translation"
+    assert family_only({"attnkit.families.translation.translate", "attnkit.attention.packed"}) is None

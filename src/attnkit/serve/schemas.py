@@ -3,7 +3,7 @@ requests and responses are in its `api` module."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 
 class BatchingInfo(BaseModel):
@@ -16,14 +16,15 @@ class BatchingInfo(BaseModel):
 
 
 class ModelInfo(BaseModel):
+    """A served model; the fields its family adds (`Family.info`: decoding settings, what decodes) follow."""
+
+    model_config = ConfigDict(extra="allow")
+
     name: str
     task: str
     kind: str
     run: str
     checkpoint: str
-    beam: int | None = None
-    alpha: float | None = None
-    engine: str | None = None  # what decodes (attnkit, ctranslate2), for the runs whose family has engines
     batching: BatchingInfo
 
 
