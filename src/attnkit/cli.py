@@ -28,13 +28,14 @@ JEMALLOC_COMMANDS = {"train", "demo", "sweep", "translate", "evaluate", "serve"}
 __all__ = ["main"]
 
 
-# `attnkit --help` lists the commands in these groups, in this order; a command missing here is listed under "other".
+# `attnkit --help` lists the commands in these groups, in this order: the core's verbs here, then the verbs
+# of the families, each in the group its parser names (`set_defaults(group="use")`); any other under "other".
 GROUPS = {
     "start": ("doctor", "demo", "presets", "init", "config", "data"),
     "train": ("train", "sweep", "average"),
-    "use": ("translate", "classify", "embed", "parse", "caption", "evaluate", "evalb"),
-    "explore": ("attention", "plot", "report", "explain", "heads", "faithfulness"),
-    "deploy": ("serve", "export", "import"),
+    "use": ("evaluate",),
+    "explore": ("attention", "plot", "report", "heads", "faithfulness"),
+    "deploy": ("serve",),
 }
 EXAMPLES = (
     ("attnkit demo", "train a small translator for a few minutes, then show its attention"),
@@ -81,12 +82,14 @@ def takes_hub_models(parser: argparse.ArgumentParser) -> bool:
 
 
 def command_map(sub: argparse._SubParsersAction) -> str:
-    """The commands by group (`GROUPS`, then "other"), one line each, and which take Hugging Face models."""
+    """The commands by group (`GROUPS`, then a family verb's own `group`, then "other"), one line each, and
+    which take Hugging Face models."""
     helps = {a.dest: a.help or "" for a in sub._choices_actions}
     width = shutil.get_terminal_size().columns - 2
     name_width = max(map(len, helps)) + 2
-    grouped = {group: [n for n in names if n in helps] for group, names in GROUPS.items()}
-    grouped["other"] = [n for n in helps if not any(n in names for names in GROUPS.values())]
+    own = {n: sub.choices[n].get_default("group") for n in helps if not any(n in names for names in GROUPS.values())}
+    grouped = {group: [n for n in names if n in helps] + [n for n, g in own.items() if g == group] for group, names in GROUPS.items()}
+    grouped["other"] = [n for n, g in own.items() if g not in GROUPS]
     lines = []
     for group, names in grouped.items():
         if names:

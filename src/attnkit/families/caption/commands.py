@@ -36,7 +36,7 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p.add_argument("--jsonl", action="store_true", help="one JSON object a line: caption, words, attention, n-best")
     add_checkpoint(p)
     p.add_argument("--batch-size", type=positive_int, default=16, help="images per batch")
-    p.set_defaults(func=cmd_caption, family=family)
+    p.set_defaults(func=cmd_caption, family=family, group="use")
     moved(sub, "caption-shapes", "data caption-shapes", _shapes_arguments, cmd_shapes)
 
 

@@ -32,7 +32,7 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p.add_argument("--raw", action="store_true", help="the lines are raw text: tokenise them PTB-style first")
     add_decode_arguments(p)
     add_checkpoint(p)
-    p.set_defaults(func=cmd_parse, family=family)
+    p.set_defaults(func=cmd_parse, family=family, group="use")
     e = sub.add_parser("evalb", help="score two bracketed-tree files as EVALB does (COLLINS.prm by default)",
                        description="EVALB (Sekine & Collins 1997): GOLD and TEST hold one bracketed sentence a line; prints the summary as JSON.",
                        epilog=example("attnkit evalb gold.txt parsed.txt --table"))  # fmt: skip
@@ -40,7 +40,7 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     e.add_argument("test", help="parsed trees, one a line (a blank line is a skipped sentence)")
     e.add_argument("--params", help="an EVALB parameter file (default: COLLINS.prm's settings)")
     e.add_argument("--table", action="store_true", help="print EVALB's per-sentence table and summary instead of JSON")
-    e.set_defaults(func=cmd_evalb)
+    e.set_defaults(func=cmd_evalb, group="use")
 
 
 def add_decode_arguments(p: argparse.ArgumentParser) -> None:

@@ -45,7 +45,8 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
             p.add_argument("--jsonl", action="store_true", help="one JSON object a line: label, probs, tokens, attention")
         add_checkpoint(p)
         p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
-        p.set_defaults(func={"classify": cmd_classify, "embed": cmd_embed, "explain": cmd_explain}[name], family=family)
+        p.set_defaults(func={"classify": cmd_classify, "embed": cmd_embed, "explain": cmd_explain}[name], family=family,
+                       group="explore" if name == "explain" else "use")  # fmt: skip
 
 
 def _texts(args: argparse.Namespace) -> tuple[list[str], str]:

@@ -51,7 +51,7 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p.add_argument("--workers", type=positive_int, help="CPU: batches decoded at once, one thread each (default: the number of threads)")
     p.add_argument("--engine", choices=engine_names([family]), default=ATTNKIT,
                    help="what searches: attnkit (default), or ctranslate2 (the run exported once to RUN/engines/; attention from attnkit's model)")  # fmt: skip
-    p.set_defaults(func=cmd_translate, family=family)
+    p.set_defaults(func=cmd_translate, family=family, group="use")
     p = sub.add_parser("export", help="export a trained run to CTranslate2, ONNX or Hugging Face (Marian)",
                        description="Write a run's model for another engine (docs/deployment.md).",
                        epilog=example("attnkit export runs/m30k --format ctranslate2 --out runs/m30k-ct2"))  # fmt: skip
@@ -60,14 +60,14 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p.add_argument("--out", required=True, help="the export folder to write (replaced if it holds an earlier export)")
     p.add_argument("--quantization", choices=list(ctranslate2_model.QUANTIZATIONS), help="ctranslate2: store the weights as int8 or bf16")
     add_checkpoint(p)
-    p.set_defaults(func=cmd_export, family=family)
+    p.set_defaults(func=cmd_export, family=family, group="deploy")
     p = sub.add_parser("import", help="import a Hugging Face MarianMT model (OPUS-MT) as a run folder",
                        description="Make an attnkit run folder of a MarianMT model: a local folder, or a Hub id when online (docs/deployment.md).",
                        epilog=example("attnkit import hf Helsinki-NLP/opus-mt-en-de --out runs/opus-en-de"))  # fmt: skip
     p.add_argument("format", choices=["hf"], help="hf: a MarianMT model (config.json, model.safetensors, source.spm, target.spm, vocab.json)")
     p.add_argument("source", help="a local folder, or a Hub id such as Helsinki-NLP/opus-mt-en-de")
     p.add_argument("--out", required=True, help="the run folder to write (must not exist)")
-    p.set_defaults(func=cmd_import, family=family)
+    p.set_defaults(func=cmd_import, family=family, group="deploy")
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
