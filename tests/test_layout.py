@@ -281,3 +281,20 @@ def test_family_only_tests_live_with_their_family():
     assert not found, found
     assert family_only({"attnkit.cli", "attnkit.families.translation.translate", "attnkit.config.schema"}) == "translation"
     assert family_only({"attnkit.families.translation.translate", "attnkit.attention.packed"}) is None
+
+
+def test_every_family_validates_with_the_shared_loop():
+    """A task's `validate` runs the one validation loop (`families/validation.py`, directly or through
+    `forced.validation_loss`), not a loop of its own over the held-out split."""
+    found, tasks = [], 0
+    for path in _modules():
+        if _core(path):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for method in (m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "validate"):
+                    tasks += 1
+                    calls = {c.func.id if isinstance(c.func, ast.Name) else getattr(c.func, "attr", "") for c in ast.walk(method) if isinstance(c, ast.Call)}
+                    if not calls & {"validation_sums", "validation_loss"}:
+                        found.append(f"{path.relative_to(SRC)}: {node.name}.validate")
+    assert tasks >= 5 and not found, found

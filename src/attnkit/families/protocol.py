@@ -56,7 +56,8 @@ class Task(Protocol):
         """The batch's loss summed over its `size` items, at 1-based update `step`."""
 
     def validate(self, model: nn.Module, device: torch.device) -> dict[str, float]:
-        """Validation metrics (always "loss"); the model is already in eval mode."""
+        """Validation metrics (always "loss"); the model is already in eval mode. The loop over the
+        held-out split is the shared one (`attnkit.families.validation.validation_sums`)."""
 
 
 class ApiRequest(BaseModel):
