@@ -41,7 +41,7 @@ from attnkit.errors import AttnkitError
 from attnkit.families import load_run
 from attnkit.families.translation.attribute import source_embeddings, token_score
 from attnkit.families.translation.data.synthetic import generate
-from attnkit.families.translation.head_mask import MaskedDecoding
+from attnkit.models.head_mask import MaskedDecoding
 from attnkit.models.transformer import HeadMask
 
 
