@@ -82,8 +82,8 @@ def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | N
 
 def cmd_faithfulness(args: argparse.Namespace) -> int:
     from attnkit.progress import counter
+    from attnkit.sources import open_source
     from attnkit.sources.faithfulness import METHODS, Settings, run_faithfulness
-    from attnkit.sources.page import open_source
 
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
