@@ -1,5 +1,6 @@
-"""`attnkit heads`: what each head looks at over a text file; `attnkit faithfulness`: is attention an
-explanation, over a data set (docs/analysis.md).
+"""`attnkit heads`: what each head looks at over a text file, or (`--importance`, `--prune`) which heads a
+Transformer run needs (`sources.importance`); `attnkit faithfulness`: is attention an explanation, over
+a data set (docs/analysis.md).
 
 Generic over families: it asks the run's family for its attention views (as `plot` does) and
 keeps those of the self-attention kinds (`SELF_ATTENTION`: a translation's or parser's `encoder`

@@ -140,12 +140,12 @@ def prune_steps(metric: Callable[[Tensor], dict[str, float]], order: Sequence[tu
     return curve
 
 
-def head_report(importance_: Tensor, lay: Layout) -> dict:
+def head_report(found: Tensor, lay: Layout) -> dict:
     """The JSON of the importance scores: per kind (layers x heads) and the order, least important first."""
-    rows = importance_.tolist()
+    rows = found.tolist()
     le, ld = lay.encoder, lay.decoder
     by_kind = dict(zip(KINDS, (rows[:le], rows[le : le + ld], rows[le + ld :])))
-    return {"importance": by_kind, "order": [lay.name(r, h) for r, h in pruning_order(importance_)]}
+    return {"importance": by_kind, "order": [lay.name(r, h) for r, h in pruning_order(found)]}
 
 
 def run_importance(loaded, lines: Sequence[str], where: str, prune_step: int | None = None) -> dict:
