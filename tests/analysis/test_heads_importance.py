@@ -109,3 +109,15 @@ def test_importance_errors_are_one_line(tiny_rnn_run, tiny_sase_run, tmp_path, c
         assert len(err) == 1 and words in err[0], err
     assert main(["heads", str(run), "--input", str(data), "--out", str(tmp_path / "o"), "--prune", "0"]) == 2
     assert not (tmp_path / "o").exists()
+
+
+def test_a_family_without_pairs_is_refused_naming_those_with(tiny_transformer_run):
+    from dataclasses import replace
+
+    from attnkit.errors import AttnkitError
+    from attnkit.sources.importance import run_importance
+
+    loaded = load_run(tiny_transformer_run)
+    loaded = replace(loaded, family=replace(loaded.family, pairs=None))
+    with pytest.raises(AttnkitError, match=r"gives no source/target pairs to score its heads on \(translation, parsing runs do\)"):
+        run_importance(loaded, ["t1 t2"], "text")

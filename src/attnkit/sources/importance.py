@@ -151,12 +151,14 @@ def head_report(found: Tensor, lay: Layout) -> dict:
 def run_importance(loaded, lines: Sequence[str], where: str, prune_step: int | None = None) -> dict:
     """Importance of every head of a loaded run over `lines` (`source<TAB>reference` or a source alone) and,
     with `prune_step`, the pruning steps; the JSON `attnkit heads --importance` writes (module docstring)."""
+    from attnkit.families import FAMILIES
     from attnkit.progress import counter
 
     family, model = loaded.family, loaded.model.eval()
     lay = layout(model, str(loaded.folder))
     if family.pairs is None:
-        raise AttnkitError(f"{loaded.folder}: a {family.name} run gives no source/target pairs to score its heads on (translation runs do)")
+        able = ", ".join(f.name for f in FAMILIES.values() if f.pairs is not None)
+        raise AttnkitError(f"{loaded.folder}: a {family.name} run gives no source/target pairs to score its heads on ({able} runs do)")
     pairs = complete(model, family.pairs(loaded, lines, where), loaded.run.decode)
     with counter(len(pairs), "head importance", unit="pair") as bar:
         found = importance(model, lay, pairs, bar.update)
