@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/attention_analysis.py runs/toy --synthetic    # held-out pairs from the run's synthetic task
 
 1. Head importance (Michel et al. 2019) of every encoder, decoder-self and cross head from the
-   teacher-forced loss on the first --n pairs (|dL/dxi| per pair, summed), and the pruning curve:
+   teacher-forced loss on the first --n pairs (|dL/dxi| per pair, summed: `attnkit.sources.importance`,
+   what `attnkit heads RUN --importance` computes), and the pruning curve:
    the metric as heads are masked in importance order and in a random order per seed of --seeds
    (default: seed 0 alone; `analysis.importance.random_order`, a torch generator seeded with it);
    how many heads go before it drops by 1 point (per seed, and the mean random curve over the seeds). `--metric accuracy`: teacher-forced token accuracy (%);
@@ -27,11 +28,10 @@ import statistics
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from attnkit.analysis.attribution import integrated_gradients
 from attnkit.analysis.correlation import kendall_tau
-from attnkit.analysis.importance import head_importance, heads_before_drop, pruning_curve, pruning_order, random_order
+from attnkit.analysis.importance import heads_before_drop, pruning_curve, pruning_order, random_order
 from attnkit.analysis.rollout import cross_rollout, head_mean
 from attnkit.data.batching import collate
 from attnkit.data.text import read_parallel
@@ -41,8 +41,8 @@ from attnkit.errors import AttnkitError
 from attnkit.families import load_run
 from attnkit.families.translation.attribute import source_embeddings, token_score
 from attnkit.families.translation.data.synthetic import generate
-from attnkit.families.translation.head_mask import MaskedDecoding
-from attnkit.models.transformer import HeadMask
+from attnkit.models.head_mask import MaskedDecoding
+from attnkit.sources.importance import importance, layout, scores, split_mask
 
 
 def pairs(args, loaded) -> list[tuple[str, str]]:
@@ -50,11 +50,6 @@ def pairs(args, loaded) -> list[tuple[str, str]]:
         s = loaded.run.data.synthetic
         return generate(s.task, args.n, vocab_size=s.vocab_size, min_len=s.min_len, max_len=s.max_len, seed=s.seed + 1)
     return read_parallel(args.src, args.ref)[: args.n]  # plain or .gz
-
-
-def split_mask(mask: torch.Tensor, le: int, ld: int) -> HeadMask:
-    """(le + 2 ld, H) -> HeadMask: encoder rows, then decoder self, then cross."""
-    return HeadMask(mask[:le], mask[le : le + ld], mask[le + ld :])
 
 
 def head_name(layer: int, head: int, le: int, ld: int) -> str:
@@ -143,26 +138,17 @@ def main() -> None:
     model, v = loaded.model.eval(), loaded.vocabs
     data = pairs(args, loaded)
     examples = [(v.src_vocab.encode(v.src_tokenizer.tokenize(a)), v.tgt_vocab.encode(v.tgt_tokenizer.tokenize(b))) for a, b in data]
-    batch = collate(examples, range(len(examples)))
-    le, ld, H = len(model.encoder_layers), len(model.decoder_layers), model.encoder_layers[0].self_attn.n_heads
-    shape = (le + 2 * ld, H)
-
-    def logits(mask):
-        return model(batch.src, batch.src_keep, batch.tgt_in, split_mask(mask, le, ld))  # (B, T, V)
-
-    def loss(mask, i):  # one pair: |dL/dxi| is taken per example, as the paper's expectation
-        b = collate([examples[i]], [0])
-        out = model(b.src, b.src_keep, b.tgt_in, split_mask(mask, le, ld))  # (1, T, V)
-        return F.cross_entropy(out.flatten(0, 1), b.tgt_out.flatten())
-
-    @torch.no_grad()
-    def accuracy(mask):
-        hit = (logits(mask).argmax(-1) == batch.tgt_out) & batch.tgt_keep
-        return 100.0 * hit.sum().item() / batch.tgt_keep.sum().item()
-
-    metric = accuracy if args.metric == "accuracy" else bleu_metric(loaded, examples, [b for _, b in data], lambda m: split_mask(m, le, ld))
-    importance = head_importance(loss, range(len(examples)), shape)
-    by_importance = pruning_curve(metric, pruning_order(importance), shape)
+    lay = layout(model, args.run)
+    le, ld, H = lay.encoder, lay.decoder, lay.heads
+    shape = lay.shape
+    teacher_forced = scores(model, lay, examples)
+    metric = (
+        (lambda mask: teacher_forced(mask)["accuracy"])
+        if args.metric == "accuracy"
+        else bleu_metric(loaded, examples, [b for _, b in data], lambda m: split_mask(m, lay))
+    )
+    found = importance(model, lay, examples)
+    by_importance = pruning_curve(metric, pruning_order(found), shape)
     by_random = random_curves(metric, shape, dict.fromkeys(args.seeds))
     if args.plot:
         plot(args.plot, by_importance, by_random, args.metric, f"{args.run}: {len(data)} pairs, {shape[0] * H} heads")
@@ -170,8 +156,8 @@ def main() -> None:
     print(json.dumps({
         "run": args.run, "pairs": len(data), "heads": shape[0] * H, "metric": args.metric, args.metric: round(by_importance[0][1], 2),
         "heads_before_1pt_drop": {"importance": heads_before_drop(by_importance, 1.0), "random": heads_before_drop(by_random[args.seeds[0]], 1.0)},
-        "order": [head_name(layer, head, le, ld) for layer, head in pruning_order(importance)],
-        "importance": [[round(x, 3) for x in row] for row in importance.tolist()],
+        "order": [head_name(layer, head, le, ld) for layer, head in pruning_order(found)],
+        "importance": [[round(x, 3) for x in row] for row in found.tolist()],
         "curve_importance": [round(a, 2) for _, a in by_importance], **random_figures(by_random),
         "ig_incomplete": len(taus.pop("ig_incomplete", [])), "tau_outputs": max(map(len, taus.values()), default=0),
         "kendall_tau_ig": {k: round(statistics.mean(t), 3) for k, t in taus.items()},

@@ -73,7 +73,8 @@ def text_of(tokens: int) -> str:
 def child(tool: str, folder: str, tokens: int, out: str) -> dict:
     started = time.perf_counter()
     if tool == "attnkit report":
-        from attnkit.sources.page import open_source, page_record
+        from attnkit.sources import open_source
+        from attnkit.sources.page import page_record
         from attnkit.viz.report import write_report
 
         record = page_record(open_source(folder), text_of(tokens))

@@ -42,8 +42,8 @@ import torch
 
 from attnkit.analysis.correlation import kendall_tau
 from attnkit.io import atomic_write_text
+from attnkit.sources import open_source
 from attnkit.sources.faithfulness import EXAMPLES, Settings, run_faithfulness
-from attnkit.sources.page import open_source
 
 MAX_ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)  # Jain & Wallace's Figure 6 groups texts by their largest weight
 
@@ -148,7 +148,8 @@ def dev_examples(loaded, dev: str | None) -> list:
 
 
 def jain_wallace(args: argparse.Namespace) -> dict:
-    loaded = open_source(args.run)
+    source = open_source(args.run)
+    loaded = source.loaded
     if loaded.run.model.r != 1 or loaded.run.model.pooling != "attention":
         raise SystemExit(f"{args.run}: Jain & Wallace's model has one attention distribution: train with --set model.r=1 (pooling attention)")
     dev = dev_examples(loaded, args.dev)
@@ -158,7 +159,7 @@ def jain_wallace(args: argparse.Namespace) -> dict:
     data = out / "dev.jsonl"
     atomic_write_text(data, "".join(json.dumps({"text": e.text, "text2": e.text2}) + "\n" for e in examples))
     settings = Settings(methods=("attention", "ixg", "loo", "random"), text2_column="text2" if pair else None)
-    run_faithfulness(loaded, args.run, data, out / "faithfulness", settings)
+    run_faithfulness(source, args.run, data, out / "faithfulness", settings)
     outs = outputs(out / "faithfulness")
     attention = next(name for name in outs[0]["scores"] if "/layer" in name)
     pairs = [(attention, "ixg"), (attention, "loo"), ("ixg", "loo")]
@@ -169,7 +170,7 @@ def jain_wallace(args: argparse.Namespace) -> dict:
     for lo, hi in zip(MAX_ATTENTION_BINS, MAX_ATTENTION_BINS[1:]):
         inside = [t for t, top in tvds if lo <= top < hi or (hi == 1.0 and top == 1.0)]
         bins[f"{lo:.2f}-{hi:.2f}"] = {"texts": len(inside), "median_tvd": round(statistics.median(inside), 4) if inside else None}
-    right = {"attention": accuracy(loaded, dev), "uniform": accuracy(open_source(args.uniform), dev)}  # the whole dev set
+    right = {"attention": accuracy(loaded, dev), "uniform": accuracy(open_source(args.uniform).loaded, dev)}  # the whole dev set
     return {
         "paper": "Jain & Wallace 2019; Wiegreffe & Pinter 2019", "run": args.run, "uniform_run": args.uniform,
         "dev": args.dev or "the run's validation split", "dev_examples": len(dev), "texts": len(examples),

@@ -55,6 +55,7 @@ MEANINGS: dict[str, tuple[str, ...]] = {
         "--limit",
     ),
     "what a page or picture shows": ("--metrics", "--methods"),
+    "which heads a model needs (`heads`)": ("--importance", "--prune"),
     "the program": ("-h", "--help", "--version", "-v", "--verbose"),
 }
 # Positional arguments, by name: what a command works on.

@@ -7,6 +7,7 @@ import torch
 from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.greedy import greedy
 from attnkit.models.transformer import Transformer
+from attnkit.sources.importance import Layout, split_mask
 from benchmark_scripts import load_benchmark
 
 bench = load_benchmark("attention_analysis")
@@ -22,12 +23,12 @@ def test_masked_decoding_with_ones_is_plain_decoding_and_a_mask_changes_it_consi
     src = torch.randint(4, 12, (6, 7))  # (B, S)
     keep = torch.ones_like(src, dtype=torch.bool)  # (B, S)
     plain = greedy(model, src, keep, max_len_a=0.0, max_len_b=8, bos=BOS, eos=EOS)
-    ones = bench.split_mask(torch.ones(6, 4), 2, 2)
+    ones = split_mask(torch.ones(6, 4), Layout(2, 2, 4))
     same = greedy(bench.MaskedDecoding(model, ones), src, keep, max_len_a=0.0, max_len_b=8, bos=BOS, eos=EOS)
     assert [h.tokens for h in same] == [h.tokens for h in plain]
     gates = torch.ones(6, 4)
     gates[[0, 2, 4, 5], [1, 3, 0, 2]] = 0.0  # one head of each kind off
-    mask = bench.split_mask(gates, 2, 2)
+    mask = split_mask(gates, Layout(2, 2, 4))
     hyps = greedy(bench.MaskedDecoding(model, mask), src, keep, max_len_a=0.0, max_len_b=8, bos=BOS, eos=EOS)
     assert [h.tokens for h in hyps] != [h.tokens for h in plain]
     for i, h in enumerate(hyps):  # each greedy token is the argmax of the teacher-forced masked pass on its own prefix

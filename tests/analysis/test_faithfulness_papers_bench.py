@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attnkit.families.sentence.infer import model_inputs
-from attnkit.sources.page import open_source
+from attnkit.sources import open_source
 from benchmark_scripts import load_benchmark
 
 bench = load_benchmark("faithfulness_papers")
@@ -31,7 +31,7 @@ def one_hop_runs(tmp_path_factory, tiny_sase_maker):
 
 
 def test_a_permutation_that_changes_nothing_changes_no_output(one_hop_runs):
-    loaded = open_source(str(one_hop_runs[0]))
+    loaded = open_source(str(one_hop_runs[0])).loaded
     tvd, top = bench.permutation_tvd(loaded, "t4", permutations=3, seed=0)  # one word: every permutation is the identity
     assert tvd == 0.0 and top == pytest.approx(1.0)
     tvd, top = bench.permutation_tvd(loaded, "t1 t2 t3 t4 t5 t6", permutations=20, seed=0)

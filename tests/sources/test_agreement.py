@@ -20,8 +20,8 @@ from hf_tiny import TEXT
 from attnkit.analysis.correlation import kendall_tau
 from attnkit.analysis.rollout import head_mean
 from attnkit.cli import main
-from attnkit.sources import AttentionOptions, export_attention
-from attnkit.sources.page import open_source, page_record
+from attnkit.sources import AttentionOptions, export_attention, open_source
+from attnkit.sources.page import page_record
 from attnkit.viz.report import embed_json, shared_script
 
 pytest.importorskip("captum")

@@ -149,9 +149,9 @@ def test_a_cached_snapshot_without_its_ref_is_not_the_id(hf_folder, tmp_path):
 
 
 def test_cache_lookup_in_process(hf_folder, tmp_path, monkeypatch):
-    """`hub.cached` finds the snapshot of the cache huggingface_hub reads (HF_HUB_CACHE here), and nothing for another id."""
+    """`artifacts.hf.cached` finds the snapshot of the cache huggingface_hub reads (HF_HUB_CACHE here), and nothing for another id."""
     hub = pytest.importorskip("huggingface_hub")
-    from attnkit.sources.hf.hub import cached
+    from attnkit.artifacts.hf import cached
 
     cache_snapshot(tmp_path, "someone/tiny-bert", hf_folder("bert"))
     monkeypatch.setattr(hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))

@@ -22,8 +22,8 @@ from attnkit.analysis.faithfulness import ranking, top_k
 from attnkit.cli import main
 from attnkit.data.tables import read_texts
 from attnkit.errors import AttnkitError
+from attnkit.sources import open_source
 from attnkit.sources.faithfulness import EXAMPLES, Settings, run_faithfulness
-from attnkit.sources.page import open_source
 
 SENTENCES = ["t1 t2 t3 t4 t5", "t9 t8 t7", "t3 t3 t1 t0 t6 t2 t2 t8 t9 t1 t4"]
 BERT_TEXTS = ["the cats sat on the mat .", "a dog ran", "hello world , the cat sat"]
@@ -55,7 +55,7 @@ def test_a_sentence_classifier_end_to_end(tiny_sase_run, tmp_path, capsys):
     assert list(doc["methods"]) == ["hops/layer1", "ixg", "ig", "loo", "random"]
     assert doc["unavailable"] == ["rollout", "flow"] and doc["outputs"] == 3 and doc["run"]["examples"] == 3
     assert (out / "deletion.png").stat().st_size > 0 and "| hops/layer1 |" in (out / "faithfulness.md").read_text()
-    loaded = open_source(str(tiny_sase_run))
+    loaded = open_source(str(tiny_sase_run)).loaded
     vocab = loaded.vocabs.vocab
     records = _lines(out)[1:]
     for text, record in zip(SENTENCES, records):
@@ -126,8 +126,9 @@ def test_a_random_weight_bert_classifier_end_to_end(sharp_bert, tmp_path):
     folder = sharp_bert
     data, out = tmp_path / "data.jsonl", tmp_path / "out"
     data.write_text("".join(json.dumps({"text": t}) + "\n" for t in BERT_TEXTS), encoding="utf-8")
-    hf = open_source(str(folder))
-    doc = run_faithfulness(hf, str(folder), data, out)
+    source = open_source(str(folder))
+    hf = source.hf
+    doc = run_faithfulness(source, str(folder), data, out)
     assert list(doc["methods"]) == ["encoder/layer1", "encoder/layer2", "rollout", "flow", "ixg", "ig", "loo", "random"]
     assert doc["unavailable"] == [] and doc["integrated_gradients"]["max_relative_error"] <= 0.01
     tok, mask = hf.tokenizer, hf.tokenizer.mask_token_id
@@ -159,7 +160,7 @@ def test_a_translation_run_explains_each_output_token(tiny_transformer_run, tmp_
     outputs = _lines(out)[1]["outputs"]
     assert doc["outputs"] == len(outputs) >= 1 and list(doc["methods"]) == ["cross/layer1", "cross/layer2", "rollout", "loo", "random"]
     for t, o in enumerate(outputs):
-        f, x, label = score_function(loaded, "t1 t2", t)
+        f, x, label = score_function(loaded.loaded, "t1 t2", t)
         assert o["label"] == label and o["p"] == pytest.approx(math.exp(float(f(x[None]).detach()[0])), abs=1e-6)
         assert len(o["tokens"]) == x.size(0)
 
@@ -280,8 +281,9 @@ def test_a_model_without_a_class_to_explain_is_refused_in_one_line(hf_folder, tm
 def test_a_sentence_pair_is_encoded_as_a_pair_and_both_texts_are_ranked(sharp_bert, tmp_path):
     data, out = tmp_path / "pairs.csv", tmp_path / "out"
     data.write_text("premise,hypothesis,label\nthe cats sat,a dog ran,x\n", encoding="utf-8")
-    hf = open_source(str(sharp_bert))
-    run_faithfulness(hf, str(sharp_bert), data, out, Settings(methods=("loo",), text_column="premise", text2_column="hypothesis"))
+    source = open_source(str(sharp_bert))
+    hf = source.hf
+    run_faithfulness(source, str(sharp_bert), data, out, Settings(methods=("loo",), text_column="premise", text2_column="hypothesis"))
     (o,) = _lines(out)[1]["outputs"]
     enc = hf.tokenizer("the cats sat", "a dog ran", return_tensors="pt")
     assert hf.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()) == ["[CLS]", "the", "ca", "##t", "##s", "sat", "[SEP]", "a", "dog", "ran", "[SEP]"]

@@ -96,7 +96,7 @@ def test_the_attention_page_asks_for_the_explained_row_or_every_row(hf_folder):
     from fastapi.testclient import TestClient
 
     from attnkit.serve.app import create_app
-    from attnkit.sources.page import open_source
+    from attnkit.sources import open_source
 
     with TestClient(create_app({}, hf={"bert": open_source(str(hf_folder("bert")))})) as client:
         for flow, rows in ((True, 1), ("explained", 1), ("all", 11)):

@@ -14,8 +14,8 @@ from hf_tiny import TEXT
 import attnkit
 from attnkit.cli import main
 from attnkit.errors import AttnkitError
-from attnkit.sources import AttentionOptions, export_attention
-from attnkit.sources.page import open_source, page_record
+from attnkit.sources import AttentionOptions, export_attention, open_source
+from attnkit.sources.page import page_record
 
 DATA = re.compile(r'id="attention-data">(.*?)</script>', re.S)
 

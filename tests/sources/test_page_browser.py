@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from hf_tiny import TEXT, VOCAB, tokenizer, transformers
 
-from attnkit.sources import AttentionOptions
-from attnkit.sources.page import open_source, page_record
+from attnkit.sources import AttentionOptions, open_source
+from attnkit.sources.page import page_record
 from attnkit.viz.report import write_report
 
 CHROMIUM = "/usr/bin/chromium"

@@ -21,9 +21,9 @@ from attnkit.families import load_run
 from attnkit.families.protocol import ExploreOptions
 from attnkit.families.translation.attribute import source_embeddings, token_score
 from attnkit.families.translation.translate import translate
-from attnkit.sources import AttentionOptions, export_attention
+from attnkit.sources import AttentionOptions, export_attention, open_source
 from attnkit.sources.collect import Collector
-from attnkit.sources.page import MemoryWriter, open_source, page_record
+from attnkit.sources.page import MemoryWriter, page_record
 
 pytest.importorskip("captum")
 TEXT = "t1 t2 t3 t4"

@@ -1,5 +1,6 @@
-"""`attnkit heads`: what each head looks at over a text file; `attnkit faithfulness`: is attention an
-explanation, over a data set (docs/analysis.md).
+"""`attnkit heads`: what each head looks at over a text file, or (`--importance`, `--prune`) which heads a
+Transformer run needs (`sources.importance`); `attnkit faithfulness`: is attention an explanation, over
+a data set (docs/analysis.md).
 
 Generic over families: it asks the run's family for its attention views (as `plot` does) and
 keeps those of the self-attention kinds (`SELF_ATTENTION`: a translation's or parser's `encoder`
@@ -55,8 +56,10 @@ def cmd_heads(args: argparse.Namespace) -> int:
     if not lines:
         raise AttnkitError(f"{source}: no sentences")
     loaded = load_run(args.run, args.checkpoint, dtype=DTYPES[args.dtype])
-    stats = head_statistics_of_run(loaded, lines, args.separators, args.beam)
     out = Path(args.out)
+    if args.importance or args.prune is not None:
+        return _importance(loaded, lines, source, out, args.prune)
+    stats = head_statistics_of_run(loaded, lines, args.separators, args.beam)
     doc = {"run": str(args.run), "input": args.input, "kinds": {kind: s.to_json() for kind, s in stats.items()}}
     atomic_write_text(out / "heads.json", json.dumps(doc, indent=1) + "\n")
     for kind, s in stats.items():
@@ -65,10 +68,23 @@ def cmd_heads(args: argparse.Namespace) -> int:
     return 0
 
 
+def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | None) -> int:
+    """`heads --importance [--prune [STEP]]`: OUT/importance.json (`sources.importance`)."""
+    from attnkit.io import atomic_write_text
+    from attnkit.sources.importance import run_importance
+
+    doc = run_importance(loaded, lines, source, prune)
+    atomic_write_text(out / "importance.json", json.dumps(doc, indent=1) + "\n")
+    least = ", ".join(doc["order"][:3])
+    pruned = f"; accuracy {doc['pruning'][0]['accuracy']:.1f}% with every head, {len(doc['pruning'])} pruning steps" if prune else ""
+    print(f"wrote {out / 'importance.json'}: {doc['heads']} heads over {doc['pairs']} pairs, least important {least}{pruned}")
+    return 0
+
+
 def cmd_faithfulness(args: argparse.Namespace) -> int:
     from attnkit.progress import counter
+    from attnkit.sources import open_source
     from attnkit.sources.faithfulness import METHODS, Settings, run_faithfulness
-    from attnkit.sources.page import open_source
 
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
@@ -128,14 +144,20 @@ def add_faithfulness(sub: argparse._SubParsersAction) -> None:
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "heads",
-        help="per-head attention statistics over a text file (JSON and a layers x heads plot)",
+        help="per-head attention statistics over a text file (JSON and a layers x heads plot), or head importance and pruning",
         description="Per layer and head: entropy, mean attended distance, and the share of attention on the first token, "
-        "the separator/end token, punctuation, the previous and the next token (Clark et al. 2019; docs/analysis.md).",
+        "the separator/end token, punctuation, the previous and the next token (Clark et al. 2019). With --importance: "
+        "each head's importance, Michel et al. (2019)'s gradient proxy over source<TAB>reference lines (a source alone: "
+        "scored against the run's own output); --prune also masks the least important heads STEP at a time and reports "
+        "teacher-forced accuracy and loss at each step (docs/analysis.md).",
         epilog=example("attnkit heads runs/m30k --input test.en --out heads/"),
     )
     p.add_argument("run", help="run folder")
-    add_text(p)
-    p.add_argument("--out", required=True, help="folder for heads.json and heads-KIND.png")
+    add_text(p, "sentences (--importance: source<TAB>reference lines, or sources alone)")
+    p.add_argument("--out", required=True, help="folder for heads.json and heads-KIND.png (--importance: importance.json)")
+    p.add_argument("--importance", action="store_true", help="head importance (Michel et al. 2019) instead of the statistics")
+    p.add_argument("--prune", type=positive_int, nargs="?", const=1, metavar="STEP",
+                   help="with the importance, mask the least important heads STEP at a time (default 1) and report the metric at each step")  # fmt: skip
     p.add_argument("--beam", type=positive_int, default=1, help="beam size of the decoded outputs (default 1: greedy)")
     p.add_argument("--separators", nargs="+", default=list(SEPARATORS), help=f"separator/end tokens (default: {' '.join(SEPARATORS)})")
     add_checkpoint(p)

@@ -65,8 +65,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
 
 def _plot_view(args: argparse.Namespace) -> int:
     """`plot SOURCE TEXT --view ...`: one picture of one kind's maps, from a run or a Hugging Face model."""
-    from attnkit.sources import AttentionOptions, is_run
-    from attnkit.sources.page import collect, float_maps, open_source, source_name
+    from attnkit.sources import AttentionOptions, is_run, open_source
+    from attnkit.sources.page import collect, float_maps
     from attnkit.viz.views import plot_view
 
     if args.text is None and args.image is None:
@@ -80,7 +80,7 @@ def _plot_view(args: argparse.Namespace) -> int:
     if kind not in maps:
         raise AttnkitError(f"--kind {kind}: this model has {', '.join(maps)}")
     m = maps[kind]
-    title = f"{source_name(loaded)}: {kind}"
+    title = f"{loaded.name}: {kind}"
     path = plot_view(args.view or "heatmap", m["layers"], m["rows"], m["cols"], args.out, args.layer, args.head, title, args.top_k)
     print(f"wrote {path}")
     return 0
@@ -109,7 +109,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def _report_source(args: argparse.Namespace) -> int:
     """`report` of a Hugging Face model: one record per input line, through `sources.page`."""
-    from attnkit.sources.page import open_source, page_record, source_name
+    from attnkit.sources import open_source
+    from attnkit.sources.page import page_record
     from attnkit.viz.report import write_report
 
     if args.text is not None and args.input:
@@ -118,7 +119,7 @@ def _report_source(args: argparse.Namespace) -> int:
     lines = [args.text] if args.text is not None or args.image is not None else read_input(args.input)
     loaded = open_source(args.run)
     records = [dict(page_record(loaded, line, options, args.max_cells), id=i) for i, line in enumerate(lines)]
-    write_report(records, args.out, title=f"attnkit report: {source_name(loaded)}")
+    write_report(records, args.out, title=f"attnkit report: {loaded.name}")
     print(f"wrote {args.out}")
     return 0
 
@@ -130,11 +131,12 @@ def _run_attribution(loaded, line: str, options, args: argparse.Namespace) -> di
 
     from attnkit.sources import AttentionOptions
     from attnkit.sources.page import build_attribution, collect
+    from attnkit.sources.source import RunSource
 
     if args.words:
         raise AttnkitError(f"{args.run}: --attribute scores an attnkit run's pieces; leave out --words")
     shown = replace(loaded, run=loaded.run.model_copy(update={"decode": options.decode}))
-    arrays, _ = collect(shown, line, AttentionOptions(attribute=tuple(args.attribute), output=args.attribute_target), args.max_cells)
+    arrays, _ = collect(RunSource(shown), line, AttentionOptions(attribute=tuple(args.attribute), output=args.attribute_target), args.max_cells)
     return build_attribution(arrays)
 
 

@@ -185,6 +185,9 @@ class Family:
     # scores), for `attnkit attention RUN TEXT --attribute`; None: the family's runs are not attributed
     attribution: Callable[[Any, str, int | None], tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor, str]] | None = None
     engines: Mapping[str, Engine] = field(default_factory=dict)  # `--engine NAME` besides attnkit's own search
+    # (loaded, lines, where) -> (source ids, target ids or None: the run's own output) of each `source<TAB>target`
+    # line, no EOS, for `attnkit heads --importance`; None: the family's runs have no teacher-forced pairs
+    pairs: Callable[[Any, Sequence[str], str], list[tuple[list[int], list[int] | None]]] | None = None
     starter: Starter | None = None  # `attnkit init FAMILY`: a commented config for one's own files
     presets: Path | None = None  # its built-in configs (`attnkit train NAME`): NAME.yaml, and sweeps/NAME.yaml
 

@@ -39,6 +39,7 @@ from attnkit.serve.curves import add_curves_route
 from attnkit.serve.explorer import EXPLORER, add_routes
 from attnkit.serve.pages import navigation, render_page
 from attnkit.sources.page import MAX_CELLS
+from attnkit.sources.source import HfSource, RunSource
 from attnkit.viz.report import template
 
 log = logging.getLogger("attnkit")
@@ -144,7 +145,7 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching: Batching = Batching(), hf: dict | None = None) -> FastAPI:
     """The app serving `models` by name (one batcher thread each), with every family's pages and routes,
-    and the attention page over them and the Hugging Face models `hf` (name -> `sources.hf.load`)."""
+    and the attention page over them and the Hugging Face models `hf` (name -> `HfSource`, `load_hf`)."""
     served = {name: ServedModel(name, loaded, batching) for name, loaded in models.items()}
 
     @asynccontextmanager
@@ -161,7 +162,7 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
     assets.update({name: path.read_text(encoding="utf-8") for name, path in EXPLORER.assets.items()})
     for path, page in EXPLORER.pages.items():
         _add_page(app, path, render_page(page, EXPLORER, nav))
-    add_routes(app, {**models, **(hf or {})}, limits.max_chars, limits.max_cells)
+    add_routes(app, {**{name: RunSource(loaded) for name, loaded in models.items()}, **(hf or {})}, limits.max_chars, limits.max_cells)
     add_curves_route(app, models)
     for family in FAMILIES.values():
         assets.update({name: path.read_text(encoding="utf-8") for name, path in family.api.assets.items()})
@@ -232,16 +233,16 @@ def load_models(runs: Sequence[str], checkpoint: str = "best", dtype: str = "fp3
     return models
 
 
-def load_hf(sources: Sequence[str], taken: Sequence[str] = ()) -> dict:
+def load_hf(sources: Sequence[str], taken: Sequence[str] = ()) -> dict[str, HfSource]:
     """Load each Hugging Face model (`--hf`) under the name it was given (a folder: its name)."""
     from attnkit.sources.hf.load import load
 
-    models: dict = {}
+    models: dict[str, HfSource] = {}
     for source in sources:
         name = Path(source).resolve().name if Path(source).is_dir() else source
         if name in models or name in taken:
             raise AttnkitError(f"{source}: two models named {name!r}")
-        models[name] = load(source)
+        models[name] = HfSource(load(source))
     return models
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from importlib import resources
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +23,7 @@ from attnkit.errors import AttnkitError
 from attnkit.families.protocol import Api, Page
 from attnkit.sources.options import AttentionOptions
 from attnkit.sources.page import page_record
+from attnkit.sources.source import Source
 from attnkit.viz.report import TEMPLATES
 
 STATIC = resources.files("attnkit.serve") / "static"
@@ -51,16 +52,16 @@ class AttentionResponse(BaseModel):
 
 class SourceInfo(BaseModel):
     name: str
-    type: str  # "run" or "hf"
+    type: str  # "run" or "hf": the source's kind
 
 
-def add_routes(app: FastAPI, sources: dict[str, Any], max_chars: int, max_cells: int) -> None:
-    """`GET /v1/sources` and `POST /v1/attention` over `sources` (name -> a loaded run or Hugging Face model)."""
+def add_routes(app: FastAPI, sources: dict[str, Source], max_chars: int, max_cells: int) -> None:
+    """`GET /v1/sources` and `POST /v1/attention` over `sources` (name -> a run or a Hugging Face model, `sources.source`)."""
     locks = {name: threading.Lock() for name in sources}
 
     @app.get("/v1/sources", response_model=list[SourceInfo])
     async def list_sources() -> list[SourceInfo]:
-        return [SourceInfo(name=name, type="run" if hasattr(s, "family") else "hf") for name, s in sources.items()]
+        return [SourceInfo(name=name, type=s.kind) for name, s in sources.items()]
 
     @app.post("/v1/attention", response_model=AttentionResponse)
     async def attention(body: AttentionRequest) -> AttentionResponse:

@@ -1,7 +1,8 @@
 """Where the explorer's attention comes from: an attnkit run folder or a Hugging Face model.
 
-`export_attention(source, text, out, options)` writes one `.npz` of every attention map of one
-input (`attnkit attention`, docs/explorer.md) from either:
+Both are a `Source` (`sources.source`: `open_source`, `RunSource`, `HfSource`). `export_attention(source,
+text, out, options)` writes one `.npz` of every attention map of one input (`attnkit attention`,
+docs/explorer.md) from either:
 
 - an attnkit run folder (`run.json`): its family's attention views (`sources.run`);
 - a Hugging Face model, as a folder `save_pretrained` wrote or a hub id (`sources.hf`).
@@ -16,22 +17,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.sources.options import AttentionOptions
+from attnkit.sources.source import Source, is_run, open_source
 
-__all__ = ["AttentionOptions", "export_attention", "is_run"]
-
-
-def is_run(source: str | Path) -> bool:
-    """Whether `source` is an attnkit run folder (it has run.json)."""
-    return (Path(source) / "run.json").is_file()
+__all__ = ["AttentionOptions", "Source", "export_attention", "is_run", "open_source"]
 
 
 def export_attention(source: str, text: str | None, out: str | Path, options: AttentionOptions) -> dict:
-    """Write the attention npz of `text` through `source`; returns a summary (counts, names written)."""
-    if is_run(source):
-        from attnkit.sources.run import export_run
+    """Write the attention npz of `text` through `source` (a path or hub id); returns a summary (counts, names written)."""
+    from attnkit.sources.npz import npz_writer
 
-        return export_run(source, text, out, options)
-    from attnkit.sources.hf.export import export_hf
-    from attnkit.sources.hf.load import load
-
-    return export_hf(load(source), text, out, options)
+    opened = open_source(source, options.checkpoint)
+    with npz_writer(out) as writer:
+        summary = opened.write(text, writer, options)
+    return {"out": str(out), **summary}

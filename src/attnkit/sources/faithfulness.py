@@ -34,7 +34,8 @@ import torch
 from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness, leave_one_out, random_scores
 from attnkit.errors import AttnkitError, DataError
 from attnkit.io import append_text
-from attnkit.sources.explained import Explained, check_run, explain_run
+from attnkit.sources.explained import Explained
+from attnkit.sources.source import Source
 
 METHODS = ("attention", "rollout", "flow", "ixg", "ig", "loo", "random")
 EXAMPLES = "examples.jsonl"
@@ -54,24 +55,9 @@ class Settings:
     text2_column: str | None = None
 
 
-def explain(loaded, text: str, settings: Settings) -> list[Explained]:
-    """The outputs of `text` through a loaded source (`sources.page.open_source`) that the metrics explain."""
-    flow = "flow" in settings.methods
-    if hasattr(loaded, "family"):
-        return explain_run(loaded, text, flow)
-    from attnkit.sources.hf.explained import explain_hf
-
-    return [explain_hf(loaded, text, flow, settings.truncate)]
-
-
-def check(loaded) -> None:
-    """One line, before any text, if the source has nothing the metrics can explain."""
-    if hasattr(loaded, "family"):
-        check_run(loaded)
-        return
-    from attnkit.sources.hf.explained import check_hf
-
-    check_hf(loaded)
+def explain(source: Source, text: str, settings: Settings) -> list[Explained]:
+    """The outputs of `text` through a source (`sources.source.open_source`) that the metrics explain."""
+    return source.explain(text, "flow" in settings.methods, settings.truncate)
 
 
 def method_scores(e: Explained, methods: Sequence[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
@@ -112,9 +98,9 @@ def output_record(e: Explained, settings: Settings, seed: int) -> dict:
     return {**record, "ig": figures} if figures else record
 
 
-def example_record(loaded, index: int, text: str, settings: Settings) -> dict:
+def example_record(source: Source, index: int, text: str, settings: Settings) -> dict:
     """One text's line of examples.jsonl: each output it explains (the random ranking seeded by index and output)."""
-    outputs = [output_record(e, settings, seed=settings.seed + 1_000_003 * index + j) for j, e in enumerate(explain(loaded, text, settings))]
+    outputs = [output_record(e, settings, seed=settings.seed + 1_000_003 * index + j) for j, e in enumerate(explain(source, text, settings))]
     return {"index": index, "text": text, "outputs": outputs}
 
 
@@ -126,15 +112,9 @@ def _files_digest(files: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-def model_fingerprint(loaded) -> str:
-    """The run's run.json and checkpoint files, or the Hugging Face folder's files: names, sizes, times."""
-    if hasattr(loaded, "family"):
-        files = [loaded.folder / "run.json", *(p for p in loaded.checkpoint.iterdir() if p.is_file())]
-    else:
-        from attnkit.sources.hf.load import resolve
-
-        files = [p for p in resolve(loaded.name).iterdir() if p.is_file()]
-    return _files_digest(files)
+def model_fingerprint(source: Source) -> str:
+    """The files that make the model (a run's run.json and checkpoint, a Hugging Face folder's): names, sizes, times."""
+    return _files_digest(source.files())
 
 
 def data_fingerprint(path: str | Path) -> str:
@@ -149,10 +129,10 @@ def data_fingerprint(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def header(loaded, data: str | Path, settings: Settings) -> dict:
+def header(source: Source, data: str | Path, settings: Settings) -> dict:
     return {
         "attnkit_faithfulness": FORMAT,
-        "model": model_fingerprint(loaded),
+        "model": model_fingerprint(source),
         "data": data_fingerprint(data),
         "settings": json.loads(json.dumps(asdict(settings))),
     }
@@ -187,7 +167,7 @@ def read_progress(path: Path, expected: dict) -> dict[int, dict]:
     return {r["index"]: r for r in records}
 
 
-def run_faithfulness(loaded, source: str, data: str | Path, out: str | Path, settings: Settings = Settings(), limit: int | None = None,
+def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | Path, settings: Settings = Settings(), limit: int | None = None,
                      progress: Callable[[int, int], None] | None = None) -> dict:  # fmt: skip
     """Score every text of `data` (the first `limit`) not yet in OUT/examples.jsonl, then write the summary
     (`faithfulness.json`, `.md`, `deletion.png`); returns it. `progress(done, total)` after each text."""
@@ -197,7 +177,7 @@ def run_faithfulness(loaded, source: str, data: str | Path, out: str | Path, set
     unknown = sorted(set(settings.methods) - set(METHODS))
     if unknown:
         raise AttnkitError(f"faithfulness: unknown methods {', '.join(unknown)} (known: {', '.join(METHODS)})")
-    check(loaded)
+    loaded.check_explained()  # one line, before any text, if the source has nothing the metrics can explain
     texts = read_texts(data, settings.text_column, settings.text2_column)[:limit]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.sources.options import AttentionOptions
-from attnkit.sources.page import MAX_CELLS, open_source, page_record, source_name
+from attnkit.sources.page import MAX_CELLS, page_record
+from attnkit.sources.source import open_source
 
 
 class Explorer:
@@ -44,9 +45,9 @@ def show(source: Any, text: str | None = None, *, target: str | None = None, ima
          words: bool = False, flow: bool | str = False, attribute: tuple[str, ...] = (), output: int | None = None,
          max_cells: int = MAX_CELLS, checkpoint: str = "best", height: int = 720) -> Explorer:  # fmt: skip
     """The explorer page of `text` through `source`: a run folder, a Hugging Face model folder or hub
-    id (or one already loaded by `attnkit.sources.page.open_source`). `flow`: True (the explained output's
+    id (or a `Source` already opened by `attnkit.sources.open_source`). `flow`: True (the explained output's
     row) or "all" (every row), as `--flow`."""
     loaded = open_source(source, checkpoint) if isinstance(source, str | Path) else source
     options = AttentionOptions(target=target, image=image, truncate=truncate, words=words, flow=flow, attribute=tuple(attribute),
                                output=output, checkpoint=checkpoint)  # fmt: skip
-    return Explorer(page_record(loaded, text, options, max_cells), f"attnkit: {source_name(loaded)}", height)
+    return Explorer(page_record(loaded, text, options, max_cells), f"attnkit: {loaded.name}", height)

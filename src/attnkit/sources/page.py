@@ -23,13 +23,13 @@ import base64
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from attnkit.errors import AttnkitError
 from attnkit.sources.options import METHODS, AttentionOptions
+from attnkit.sources.source import Source
 
 MAX_CELLS = 64 * 2**20  # weights a page may hold (64 MiB as bytes; about 85 MB of base64)
 KINDS = ("encoder", "self", "decoder_self", "cross", "hops", "hops2")  # in the order the page lists them
@@ -78,35 +78,10 @@ class MemoryWriter:
         self.names.append(name)
 
 
-def open_source(source: str | Path, checkpoint: str = "best") -> Any:
-    """An attnkit run (`families.load_run`) or a Hugging Face model (`sources.hf.load`), loaded."""
-    from attnkit.sources import is_run
-
-    if is_run(source):
-        from attnkit.families import load_run
-
-        return load_run(source, checkpoint)
-    from attnkit.sources.hf.load import load
-
-    return load(str(source))
-
-
-def source_name(loaded: Any) -> str:
-    """How a loaded source is named on a page: the run's folder name, or the model as it was given."""
-    return loaded.folder.name if hasattr(loaded, "family") else loaded.name
-
-
-def collect(loaded: Any, text: str | None, options: AttentionOptions, max_cells: int = MAX_CELLS, quantize: bool = True) -> tuple[dict, dict]:
-    """(arrays by npz name, the summary) of one input through a loaded source."""
-    writer = MemoryWriter(source_name(loaded), max_cells, quantize)
-    if hasattr(loaded, "family"):
-        from attnkit.sources.run import write_run
-
-        summary = write_run(loaded, text, writer, options)
-    else:
-        from attnkit.sources.hf.export import write_hf
-
-        summary = write_hf(loaded, text, writer, options)
+def collect(source: Source, text: str | None, options: AttentionOptions, max_cells: int = MAX_CELLS, quantize: bool = True) -> tuple[dict, dict]:
+    """(arrays by npz name, the summary) of one input through a source (`sources.source.open_source`)."""
+    writer = MemoryWriter(source.name, max_cells, quantize)
+    summary = source.write(text, writer, options)
     return writer.arrays, summary
 
 
@@ -162,10 +137,10 @@ def build_attribution(arrays: dict) -> dict | None:
     return entry
 
 
-def page_record(loaded: Any, text: str | None, options: AttentionOptions = AttentionOptions(), max_cells: int = MAX_CELLS) -> dict:
+def page_record(source: Source, text: str | None, options: AttentionOptions = AttentionOptions(), max_cells: int = MAX_CELLS) -> dict:
     """The record the explorer page draws for one input (module docstring)."""
-    arrays, summary = collect(loaded, text, options, max_cells)
-    record = {"id": 0, "model": source_name(loaded), "source": text if text is not None else str(options.image),
+    arrays, summary = collect(source, text, options, max_cells)
+    record = {"id": 0, "model": source.name, "source": text if text is not None else str(options.image),
               "text": summary.get("prediction", ""), "maps": build_maps(arrays, summary["kinds"])}  # fmt: skip
     if "note" in summary:
         record["note"] = summary["note"]

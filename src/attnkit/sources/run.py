@@ -24,7 +24,7 @@ from pathlib import Path
 
 from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector
-from attnkit.sources.npz import NpzWriter, npz_writer
+from attnkit.sources.npz import NpzWriter
 from attnkit.sources.options import AttentionOptions
 
 OUTPUT_KINDS = ("cross", "decoder_self")  # the kinds whose queries are the model's output, in the order looked for
@@ -89,15 +89,3 @@ def write_run(loaded, text: str | None, writer: NpzWriter, options: AttentionOpt
         f, x, label = family.attribution(loaded, line, options.output)
         summary.update(write_attributions(writer, f, x, label, options.attribute, collector=collector))
     return {**summary, "summaries": summaries}
-
-
-def export_run(folder: str | Path, text: str | None, out: str | Path, options: AttentionOptions) -> dict:
-    """Write the npz of one input of an attnkit run; returns a summary for the command line."""
-    from attnkit.families import load_run
-
-    if options.target is not None:  # before the run loads
-        raise AttnkitError(f"{folder}: --target is for Hugging Face models; an attnkit run attends over its own output")
-    loaded = load_run(folder, options.checkpoint)
-    with npz_writer(out) as writer:
-        summary = write_run(loaded, text, writer, options)
-    return {"out": str(out), **summary}

@@ -184,3 +184,18 @@ def test_attention_writes_the_parsers_own_maps(run_dir, tmp_path, capsys):
     assert result.finished and result.attention.shape == (T, S)
     torch.testing.assert_close(torch.from_numpy(z["cross/layer1"]).mean(0), result.attention.float(), atol=1e-5, rtol=0)
     assert z["rollout"].shape == (T, S) and z["rollout_encoder"].shape == (S, S)
+
+
+def test_heads_importance_of_a_parser_over_trees_and_sentences(run_dir, tmp_path, capsys):
+    """`attnkit heads --importance --prune` on the parser (a Transformer family): a gold tree a line, or a sentence
+    (scored against the parser's own output); the masks go through the parser's word pointer too."""
+    data = tmp_path / "pairs.txt"
+    data.write_text(DEV + "It barks .\n", encoding="utf-8")
+    out = tmp_path / "heads"
+    assert main(["heads", str(run_dir), "--input", str(data), "--out", str(out), "--prune", "2", "--checkpoint", "last"]) == 0
+    doc = json.loads((out / "importance.json").read_text(encoding="utf-8"))
+    assert doc["pairs"] == 2 and doc["heads"] == 3 * 2 and sorted(doc["importance"]) == ["cross", "decoder_self", "encoder"]
+    assert [s["masked"] for s in doc["pruning"]] == [0, 2, 4, 6] and all(s["loss"] > 0 for s in doc["pruning"])
+    data.write_text("(S (NP (DT a)) (VP (VBZ b))) (S (NP (DT c)))\n", encoding="utf-8")
+    assert main(["heads", str(run_dir), "--input", str(data), "--out", str(out), "--importance", "--checkpoint", "last"]) == 2
+    assert "line 1: 2 trees; give one tree or one sentence a line" in capsys.readouterr().err

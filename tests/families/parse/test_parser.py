@@ -71,3 +71,24 @@ def test_tags_punctuation_by_its_form_and_only_punctuation():
     tags = result.tags
     assert tags is not None and tags == result.tree.tags()  # the tree carries the tagger's tags
     assert tags[-1] == "." and "." not in tags[:-1] and all(t in vocabs.tags and t not in ("<unk>", "<pad>") for t in tags)
+
+
+def test_the_parser_decodes_with_the_core_head_mask():
+    """The core's decode-time masking (`models.head_mask`) works on the parser: each masked step is the
+    masked teacher-forced pass, and the mask changes the logits."""
+    from attnkit.models.head_mask import MaskedDecoding, parse_head_mask
+
+    model, vocabs = parser(keep_words=False)
+    batch = collate([encode_tree(vocabs, tree) for tree in TREES], range(len(TREES)))
+    mask = parse_head_mask("encoder:1.2,decoder_self:2.1,cross:1.1", model)
+    masked = MaskedDecoding(model, mask)
+    with torch.no_grad():
+        expected = model(batch.src, batch.src_keep, batch.tgt_in, mask)  # (B, T, V)
+        assert not torch.allclose(expected, model(batch.src, batch.src_keep, batch.tgt_in), atol=1e-4)
+        state = masked.init_state(masked.encode(batch.src, batch.src_keep), batch.src_keep)
+        steps = []
+        for t in range(batch.tgt_in.size(1)):
+            logits, state, _ = masked.step(batch.tgt_in[:, t : t + 1], state)  # (B, V)
+            steps.append(logits)
+    keep = batch.tgt_in != 0  # (B, T)
+    torch.testing.assert_close(torch.stack(steps, dim=1)[keep], expected[keep], atol=1e-5, rtol=1e-5)

@@ -25,7 +25,8 @@ from attnkit.families import family_of, load_run, validate_run
 from attnkit.families.sentence.codec import SentenceVocabs
 from attnkit.families.sentence.data import LabelMap
 from attnkit.families.sentence.infer import model_inputs
-from attnkit.sources.page import open_source, page_record
+from attnkit.sources import open_source
+from attnkit.sources.page import page_record
 
 TEXT = "T1 t2 t3 t4"
 WORDS = ["t1", "t2", "t3", "t4"]

@@ -10,7 +10,7 @@ from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.beam import beam_search
 from attnkit.decode.greedy import greedy
 from attnkit.errors import ConfigError
-from attnkit.families.translation.head_mask import MaskedDecoding, masked, parse_head_mask
+from attnkit.models.head_mask import MaskedDecoding, masked, parse_head_mask
 from attnkit.models.transformer import Transformer
 
 

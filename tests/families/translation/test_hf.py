@@ -212,7 +212,7 @@ def test_import_refuses_pickles_and_offline_ids(tmp_path: Path, capsys, monkeypa
     (folder / "config.json").write_text('{"model_type": "marian"}', encoding="utf-8")
     (folder / "pytorch_model.bin").write_bytes(b"not loaded")
     assert main(["import", "hf", str(folder), "--out", str(tmp_path / "a")]) == 2
-    assert "only pytorch_model.bin (pickle" in capsys.readouterr().err
+    assert "only pickled weights (pytorch_model.bin)" in capsys.readouterr().err
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     import huggingface_hub.constants
 

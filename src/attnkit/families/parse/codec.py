@@ -21,7 +21,7 @@ from typing import Any
 from attnkit.data.vocab import EOS, SPECIALS, UNK, Vocabulary
 from attnkit.errors import DataError
 from attnkit.families.parse.linear import PLACEHOLDER, is_close, is_open, linearise
-from attnkit.families.parse.trees import Tree
+from attnkit.families.parse.trees import Tree, parse_trees, preprocess
 
 PUNCTUATION_TAGS = {",": ",", ".": ".", "?": ".", "!": ".", ":": ":", ";": ":", "--": ":", "-": ":", "...": ":", "``": "``", "`": "``", "''": "''",
                     "-LRB-": "-LRB-", "-RRB-": "-RRB-", "-LCB-": "-LRB-", "-RCB-": "-RRB-", "$": "$", "#": "#"}  # fmt: skip
@@ -162,3 +162,20 @@ def tokenize(text: str) -> list[str]:
         else:
             out.append(_BRACKETS.get(token, token))
     return out
+
+
+def encode_pairs(loaded: Any, lines: Sequence[str], source: str = "input") -> list[tuple[list[int], list[int] | None]]:
+    """(source ids, target ids or None) of each line, for `attnkit heads --importance` (`Family.pairs`): a
+    bracketed tree (its words and its linearised tree) or a sentence (its words; no target: the run's own output)."""
+    vocabs, max_len = loaded.vocabs, loaded.run.decode.max_src_len
+    pairs: list[tuple[list[int], list[int] | None]] = []
+    for number, line in enumerate(lines, start=1):
+        where = f"{source}, line {number}"
+        if not line.lstrip().startswith("("):
+            pairs.append((encode_words(vocabs, [tokenize(line)], max_len, where)[0], None))
+            continue
+        trees = parse_trees(line, where)
+        if len(trees) != 1:
+            raise DataError(f"{where}: {len(trees)} trees; give one tree or one sentence a line")
+        pairs.append(encode_tree(vocabs, preprocess(trees[0], where)))
+    return pairs

@@ -98,13 +98,13 @@ class Parser(Transformer):
             covered=src_keep.new_zeros(src_keep.size(0), dtype=torch.long),  # (B,)
         )
 
-    def step(self, prev_tokens: Tensor, state: Any, inputs: Tensor | None = None) -> tuple[Tensor, Any, Tensor]:
-        """The Transformer's step (prev_tokens (R, 1)) with W_p h_{p_t} added to its input."""
+    def step(self, prev_tokens: Tensor, state: Any, inputs: Tensor | None = None, head_mask: HeadMask | None = None) -> tuple[Tensor, Any, Tensor]:
+        """The Transformer's step (prev_tokens (R, 1)) with W_p h_{p_t} added to its input (and `head_mask`, as the Transformer's)."""
         if not isinstance(state, ParserState):
-            return super().step(prev_tokens, state, inputs)
+            return super().step(prev_tokens, state, inputs, head_mask)
         covered = state.covered + self.is_leaf[prev_tokens[:, 0]].long()  # (R,)
         R, B = covered.size(0), state.pointed.size(0)
         sentence = torch.arange(R, device=covered.device) // (R // B)  # (R,) K = R / B rows a sentence
         inputs = state.pointed[sentence, torch.minimum(covered, state.last[sentence])][:, None]  # (R, 1, D)
-        logits, inner, attn = super().step(prev_tokens, state.inner, inputs)  # (R, V), state, (R, S)
+        logits, inner, attn = super().step(prev_tokens, state.inner, inputs, head_mask)  # (R, V), state, (R, S)
         return logits, ParserState(inner, covered, state.pointed, state.last), attn

@@ -49,7 +49,7 @@ FAMILY = Family(
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     records=_records, views=_views, info=_info, init_task=_init_task, data_commands=data_commands.add_data_commands,
     attribution=attribute.score_function, engines={"ctranslate2": Engine(("ctranslate2",), engine.attach)},
-    starter=starter.STARTER, presets=Path(__file__).parent / "presets",
+    starter=starter.STARTER, presets=Path(__file__).parent / "presets", pairs=codec.encode_pairs,
 )  # fmt: skip
 
 __all__ = ["FAMILY", "demo"]

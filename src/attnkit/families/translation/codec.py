@@ -73,3 +73,13 @@ def encode_sources(vocabs: Vocabs, lines: Sequence[str], max_len: int, source: s
         if len(p) > max_len:
             raise DataError(f"{source}, line {number}: {len(p)} pieces, more than the {max_len} a line may have")
     return pieces, [vocabs.src_vocab.encode(p) for p in pieces]
+
+
+def encode_pairs(loaded: Any, lines: Sequence[str], source: str = "input") -> list[tuple[list[int], list[int] | None]]:
+    """(source ids, reference ids or None) of each `source<TAB>reference` line (a line without a tab: no
+    reference), no EOS; `Family.pairs`, for `attnkit heads --importance`."""
+    vocabs = loaded.vocabs
+    split = [line.split("\t", 1) for line in lines]
+    _, src = encode_sources(vocabs, [parts[0] for parts in split], loaded.run.decode.max_src_len, source)
+    tgt = [vocabs.tgt_vocab.encode(vocabs.tgt_tokenizer.tokenize(parts[1])) if len(parts) == 2 else None for parts in split]
+    return list(zip(src, tgt))

@@ -15,11 +15,11 @@ from attnkit.families.protocol import ATTNKIT, add_once, check_engine, engine_na
 from attnkit.families.translation.evaluate import evaluate_run
 from attnkit.families.translation.export import ctranslate2_model, onnx_graphs
 from attnkit.families.translation.export.bundle import require_engine, write_bundle
-from attnkit.families.translation.head_mask import masked
 from attnkit.families.translation.hf import export as hf_export
 from attnkit.families.translation.hf.importer import import_marian
 from attnkit.families.translation.translate import translate_run
 from attnkit.io import atomic_write_text
+from attnkit.models.head_mask import masked
 from attnkit.progress import counter
 from attnkit.viz.export import attention_record, write_attention_jsonl
 

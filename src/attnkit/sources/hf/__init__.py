@@ -6,16 +6,6 @@ in the model's own dtype. `collect` hooks the attention modules that transformer
 for `output_attentions` and hands each layer's weights to a sink as the layer runs; `inputs`
 tokenizes the text (or reads the image) and, for an encoder-decoder model, picks the target;
 `attribute` scores an output and asks `attnkit.analysis.attribution` for attributions; `export`
-ties them together. `transformers` is optional: `require` says how to install it, in one line.
+ties them together. The hub cache and the safety checks are `attnkit.artifacts.hf`'s, shared with the
+translation family's Marian import; `transformers` is optional (`artifacts.hf.require`).
 """
-
-from __future__ import annotations
-
-from types import ModuleType
-
-from attnkit import extras
-
-
-def require(package: str = "transformers") -> ModuleType:
-    """Import `transformers` (or `huggingface_hub`, which it brings), or raise one line saying how to install it."""
-    return extras.load(package, "Hugging Face models in the explorer")

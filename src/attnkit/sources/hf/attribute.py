@@ -21,27 +21,18 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from attnkit.analysis.attribution import embeddings_replaced
 from attnkit.errors import AttnkitError
 from attnkit.sources.hf.inputs import Prepared
 from attnkit.sources.hf.load import HfModel
 
 
 def _run(hf: HfModel, prep: Prepared, embedding: torch.nn.Module, e: Tensor) -> Tensor:
-    """The model's logits for the embedded inputs e (N, T, D): the embedding module's first output replaced."""
-    n, seen = e.size(0), []
-
-    def hook(module, args, out):
-        if seen:  # a shared embedding (encoder-decoder): only the encoder's call, which comes first
-            return None
-        seen.append(True)
-        return e.to(out.dtype)
-
-    handle = embedding.register_forward_hook(hook)
-    try:
-        inputs = {k: v.expand(n, *v.shape[1:]) for k, v in prep.inputs.items()}
+    """The model's logits for the embedded inputs e (N, T, D): the embedding module's first output replaced
+    (`embeddings_replaced`: an encoder-decoder model's shared embedding keeps its own output in the decoder)."""
+    inputs = {k: v.expand(e.size(0), *v.shape[1:]) for k, v in prep.inputs.items()}
+    with embeddings_replaced(embedding, e):
         return hf.model(**inputs).logits
-    finally:
-        handle.remove()
 
 
 def score_function(hf: HfModel, prep: Prepared, output: int | None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:

@@ -11,8 +11,6 @@ is read at) and its agreement with attention, rollout and flow, `tau/...` (`sour
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
 from attnkit.errors import AttnkitError
@@ -20,7 +18,7 @@ from attnkit.sources.collect import Collector, Groups
 from attnkit.sources.hf.collect import collecting
 from attnkit.sources.hf.inputs import Prepared, prepare, vision_tokens
 from attnkit.sources.hf.load import HfModel
-from attnkit.sources.npz import NpzWriter, npz_writer
+from attnkit.sources.npz import NpzWriter
 from attnkit.sources.options import AttentionOptions
 from attnkit.viz.words import join_pieces, word_groups
 
@@ -107,10 +105,3 @@ def write_hf(hf: HfModel, text: str | None, writer: NpzWriter, options: Attentio
     if options.attribute:
         summary.update(_attribute(writer, hf, prep, options, collector))
     return {**summary, "summaries": summaries}
-
-
-def export_hf(hf: HfModel, text: str | None, out: str | Path, options: AttentionOptions) -> dict:
-    """Write the npz of `text` (or `options.image`) through `hf`; returns a summary for the command line."""
-    with npz_writer(out) as writer:
-        summary = write_hf(hf, text, writer, options)
-    return {"out": str(out), **summary}

@@ -1,9 +1,10 @@
 """Open a Hugging Face model: a local folder (`save_pretrained`'s) or a hub id, checked first.
 
 What is refused, each with one line naming the source: a missing folder or unknown id, a hub id
-not in the cache while offline (`hub`), a model that needs its own code (`auto_map` in config.json, or
+not in the cache while offline, a model that needs its own code (`auto_map` in config.json, or
 `.py` files: attnkit never passes `trust_remote_code`), weights only in pickled files
-(`pytorch_model.bin`: unpickling can run code), an architecture this transformers does not know.
+(`pytorch_model.bin`: unpickling can run code), all checked by `artifacts.hf` (the hub cache and
+`check_folder`, shared with the Marian import); and an architecture this transformers does not know.
 The model loads with eager attention (the attention modules then compute and return their
 weights), in the dtype its config names (`dtype="auto"`), and with `device_map="auto"` when
 `accelerate` is installed.
@@ -18,13 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnkit.artifacts.hf import check_folder, require, resolve
 from attnkit.errors import AttnkitError
-from attnkit.sources.hf import require
-from attnkit.sources.hf.hub import snapshot
 
 log = logging.getLogger("attnkit")
 
-PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+WHAT = "Hugging Face models in the explorer"  # what needs transformers, in the one line when it is missing
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_source_positions")
 
 
@@ -38,41 +38,6 @@ class HfModel:
     processor: Any | None  # vision models: the image processor
     arch: str  # "encoder", "decoder", "encoder-decoder" or "vision"
     max_positions: int | None  # the longest input it takes (None: no fixed limit, e.g. T5's relative positions)
-
-
-def resolve(source: str) -> Path:
-    """The local folder of `source`: itself, or the cached (or fetched) snapshot of a hub id (`hub.snapshot`)."""
-    path = Path(source)
-    if path.is_dir():
-        return path
-    if path.exists():
-        raise AttnkitError(f"{source}: is a file, expected a model folder or a Hugging Face model id")
-    return snapshot(source)
-
-
-def check_folder(folder: Path, name: str, hub: bool = False) -> dict:
-    """config.json, read and checked: no custom code, safetensors weights. Returns the config."""
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AttnkitError(f"{name}: no config.json, so not a Hugging Face model folder (save_pretrained writes one)") from None
-    except (OSError, ValueError) as e:
-        raise AttnkitError(f"{name}: config.json cannot be read: {e}") from None
-    code = sorted(p.name for p in folder.glob("*.py"))
-    if "auto_map" in config or code:
-        what = f"config.json has auto_map {sorted(config['auto_map'])}" if "auto_map" in config else f"it ships {', '.join(code)}"
-        raise AttnkitError(f"{name}: the model needs its own code ({what}); attnkit never runs a model's code (trust_remote_code)")
-    if not any(folder.glob("*.safetensors")):
-        pickles = sorted(p.name for pattern in PICKLES for p in folder.glob(pattern))
-        if pickles:
-            raise AttnkitError(
-                f"{name}: only pickled weights ({', '.join(pickles)}); attnkit loads safetensors only, since unpickling can run "
-                "code: convert them where you trust the file (model.save_pretrained(DIR, safe_serialization=True))"
-            )
-        if hub:
-            raise AttnkitError(f"{name}: the hub has no safetensors weights for it; attnkit loads safetensors only (pickled .bin files can run code)")
-        raise AttnkitError(f"{name}: no weights (*.safetensors) in {folder}")
-    return config
 
 
 def model_class(transformers, config: Any, name: str):
@@ -122,7 +87,7 @@ def _reader(transformers, folder: Path, name: str, arch: str) -> tuple[Any | Non
 
 def load(source: str) -> HfModel:
     """Open `source` (folder or hub id), check it and load the model for attention collection."""
-    transformers = require()
+    transformers = require(WHAT)
     folder = resolve(source)
     check_folder(folder, source, hub=not Path(source).is_dir())
     transformers.utils.logging.set_verbosity_error()

@@ -29,11 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from attnkit.artifacts.hf import require
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.data.tokenizers import SentencePieceTokenizer
 from attnkit.data.vocab import BOS, EOS, PAD, Vocabulary
 from attnkit.errors import AttnkitError
-from attnkit.families.translation.hf import require
+from attnkit.families.translation.hf import INTEROP
 from attnkit.families.translation.hf.marian import check_exportable, to_marian
 from attnkit.models.transformer import Transformer
 
@@ -86,7 +87,7 @@ def write_tokenizer(loaded: LoadedRun, folder: Path) -> bool:
         log.warning("%s: a %s tokenizer; MarianTokenizer reads SentencePiece models only, so the export holds the model and "
                     "vocab.json (ids) without a tokenizer", loaded.folder, vocabs.src_tokenizer.kind)  # fmt: skip
         return False
-    transformers = require()
+    transformers = require(INTEROP)
     data = loaded.run.data
     with tempfile.TemporaryDirectory() as tmp:
         files = Path(tmp)
@@ -108,7 +109,7 @@ def write_tokenizer(loaded: LoadedRun, folder: Path) -> bool:
 def write(loaded: LoadedRun) -> Callable[[Path], dict[str, Any]]:
     """The engine writer for `bundle.write_bundle`: the Marian model, its generation config and tokenizer."""
     model = check_exportable(loaded.model)
-    transformers = require()
+    transformers = require(INTEROP)
 
     def into(folder: Path) -> dict[str, Any]:
         model.float().eval()

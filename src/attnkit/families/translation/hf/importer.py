@@ -1,9 +1,10 @@
 """`attnkit import hf SOURCE --out RUN`: a MarianMT model (OPUS-MT) as an attnkit run folder.
 
-SOURCE is a local folder or, online, a Hub id (`Helsinki-NLP/opus-mt-en-de`, fetched with
-`huggingface_hub.snapshot_download`). Nothing is unpickled and no remote code runs: the weights
-are read from `model.safetensors` (a folder with only `pytorch_model.bin` is refused), the rest
-from JSON and the two SentencePiece models, and `transformers` itself is not needed.
+SOURCE is a local folder or a Hub id (`Helsinki-NLP/opus-mt-en-de`), found and checked as the
+explorer's Hugging Face models are (`artifacts.hf`: the hub cache, fetched into when online; a
+model with its own code, or with only pickled weights such as `pytorch_model.bin`, is refused).
+Nothing is unpickled and no remote code runs: the weights are read from `model.safetensors`, the
+rest from JSON and the two SentencePiece models, and `transformers` itself is not needed.
 
 The run folder holds `config.yaml` (a post-norm Transformer with the model's `activation` and
 `output_bias: true`; `data.corpus: none`, since no corpus came with it), `run.json` (the
@@ -26,6 +27,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from attnkit.artifacts.checkpoint import read_json, save_checkpoint
+from attnkit.artifacts.hf import check_folder, resolve
 from attnkit.artifacts.runs import write_run
 from attnkit.config.load import validate
 from attnkit.data.tokenizers import SentencePieceTokenizer
@@ -33,28 +35,11 @@ from attnkit.data.vocab import BOS, PAD, SPECIALS, Vocabulary
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.families.translation.codec import Vocabs, vocabs_to_json
 from attnkit.families.translation.config import TranslationRun
-from attnkit.families.translation.hf import require
 from attnkit.families.translation.hf.marian import ACTIVATIONS, from_marian
 from attnkit.families.translation.model import build
 
 NEVER = -1e4  # the logit bias of PAD and BOS: far below any logit, finite for label smoothing, exact in bf16 and fp16
 REQUIRED = ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "encoder_ffn_dim", "pad_token_id", "eos_token_id")
-FILES = ["config.json", "generation_config.json", "tokenizer_config.json", "*.safetensors", "model.safetensors.index.json", "*.spm", "*vocab.json"]
-
-
-def fetch(source: str) -> Path:
-    """The local folder `source`, or the Hub repository `source` downloaded (its config, weights and tokenizer files)."""
-    path = Path(source)
-    if path.is_dir():
-        return path
-    if path.exists() or source.startswith((".", "/", "~")) or source.count("/") != 1:
-        raise AttnkitError(f"{source}: no such folder (and not a Hub id such as Helsinki-NLP/opus-mt-en-de)")
-    hub = require("huggingface_hub")
-    try:
-        return Path(hub.snapshot_download(source, allow_patterns=FILES))
-    except Exception as e:  # offline, an unknown id, a gated repository: one line, whatever the hub library raised
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise AttnkitError(f"{source}: not a local folder, and the Hugging Face Hub did not give it ({first})") from None
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -62,14 +47,9 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def read_weights(folder: Path) -> dict[str, torch.Tensor]:
-    """The safetensors weights of `folder` (one file or shards); a pickle-only folder is refused."""
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
-        pickles = [p.name for p in folder.glob("*.bin")]
-        what = f"only {', '.join(pickles)} (pickle, which attnkit never loads)" if pickles else "no model.safetensors"
-        raise CheckpointError(f"{folder}: {what}; convert it to safetensors first (transformers: model.save_pretrained(DIR))")
+    """The safetensors weights of `folder` (one file or shards; `artifacts.hf.check_folder` made sure there are some)."""
     weights: dict[str, torch.Tensor] = {}
-    for path in files:
+    for path in sorted(folder.glob("*.safetensors")):
         try:
             weights |= load_file(str(path))
         except SafetensorError as e:
@@ -152,8 +132,9 @@ def import_marian(source: str, out: str | Path) -> Path:
     out = Path(out)
     if out.exists():
         raise AttnkitError(f"{out}: exists; give a new --out for the imported run")
-    folder = fetch(source)
-    config, marian = _json(folder / "config.json"), read_weights(folder)
+    folder = resolve(source)
+    config = check_folder(folder, source, hub=not Path(source).is_dir())  # safetensors only, no model code
+    marian = read_weights(folder)
     check_config(config, folder)
     vocabs, src_rows, tgt_rows, settings = read_vocabs(folder, config)
     generation = _json(folder / "generation_config.json") if (folder / "generation_config.json").is_file() else config

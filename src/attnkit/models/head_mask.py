@@ -1,10 +1,12 @@
-"""A head mask at decoding time: `attnkit translate RUN --mask-heads encoder:1.2,cross:3.1`.
+"""A head mask at decoding time, for any model built on the core `Transformer` (`attnkit translate RUN
+--mask-heads encoder:1.2,cross:3.1`; the parser, a `Transformer` subclass, decodes masked the same way).
 
 The spec names heads as docs/analysis.md does, `kind:layer.head`, both 1-based, comma-separated;
 kinds are `encoder`, `decoder_self` and `cross`. Each named head's output is multiplied by 0
 (Michel et al. 2019), in the encoder pass and in every decoding step. The searches stay as they
 are: `MaskedDecoding` is the model's decoding protocol (encode / init_state / step) with the mask
-bound in, so greedy and beam search decode the masked model without knowing of masks.
+bound in, so greedy and beam search decode the masked model without knowing of masks. A model's
+`step` takes the mask as `head_mask=` (`Transformer.step`, and a subclass's override passes it on).
 """
 
 from __future__ import annotations

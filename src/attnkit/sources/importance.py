@@ -1,0 +1,170 @@
+"""`attnkit heads RUN --importance [--prune]`: which heads a Transformer run needs, over source/target pairs.
+
+Head importance is Michel et al. (2019)'s gradient proxy (`analysis.importance.head_importance`):
+I_h = sum over pairs of |dL/dxi_h| at xi = 1, where xi gates head h's output and L is a pair's
+teacher-forced cross entropy (one pair at a time: the paper's expectation), normalised per layer.
+The gates are the rows of one (L_enc + 2 L_dec, H) mask: the encoder's layers, then the decoder's
+self-attention, then its cross attention (`split_mask`, the core `HeadMask`); heads are named as
+`--mask-heads` names them (`encoder:1.2`, 1-based), so a name pastes into `attnkit translate
+--mask-heads`. Pruning masks the least important heads `step` at a time (the paper's Figure 3) and
+measures teacher-forced token accuracy (%) and the mean loss over the same pairs at each step.
+
+The pairs come from the run's family (`Family.pairs`: the ids of `source<TAB>reference` lines);
+a line without a reference is scored against the run's own greedy output (so accuracy starts at
+100%, but for the EOS of an output cut at the step limit: it measures how far masking moves the
+model from itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnkit.analysis.importance import head_importance, mask_first, pruning_order
+from attnkit.data.batching import collate
+from attnkit.data.vocab import BOS, EOS
+from attnkit.decode.greedy import greedy
+from attnkit.errors import AttnkitError
+from attnkit.models.head_mask import KINDS
+from attnkit.models.transformer import HeadMask, Transformer
+
+Pair = tuple[list[int], list[int]]  # (source ids, target ids), no EOS
+BATCH = 64  # pairs a metric pass takes at once
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each kind's layers sit among the mask's rows."""
+
+    encoder: int  # L_enc
+    decoder: int  # L_dec
+    heads: int  # H
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.encoder + 2 * self.decoder, self.heads
+
+    def name(self, row: int, head: int) -> str:
+        """Row `row`, head `head` (0-based) as `--mask-heads` names it: `encoder:1.1`, `decoder_self:2.3`, `cross:1.4`."""
+        sizes = (self.encoder, self.decoder, self.decoder)
+        for kind, size in zip(KINDS, sizes):
+            if row < size:
+                return f"{kind}:{row + 1}.{head + 1}"
+            row -= size
+        raise AttnkitError(f"head row {row} is past the {sum(sizes)} layers")
+
+
+def layout(model: object, where: str) -> Layout:
+    """The mask layout of a Transformer; one line for any other model."""
+    if not isinstance(model, Transformer):
+        raise AttnkitError(f"{where}: head importance needs a Transformer run (this run's model is {type(model).__name__})")
+    return Layout(len(model.encoder_layers), len(model.decoder_layers), model.decoder_layers[0].self_attn.n_heads)
+
+
+def split_mask(mask: Tensor, lay: Layout) -> HeadMask:
+    """(L_enc + 2 L_dec, H) -> HeadMask: encoder rows, then decoder self, then cross."""
+    le, ld = lay.encoder, lay.decoder
+    return HeadMask(mask[:le], mask[le : le + ld], mask[le + ld :])
+
+
+def complete(model: Transformer, pairs: Sequence[tuple[list[int], list[int] | None]], decode) -> list[Pair]:
+    """Each pair, a missing target replaced by the model's greedy output (the run's step limit)."""
+    missing = [i for i, (_, tgt) in enumerate(pairs) if tgt is None]
+    done = {}
+    device = next(model.parameters()).device
+    for start in range(0, len(missing), BATCH):
+        index = missing[start : start + BATCH]
+        b = collate([(pairs[i][0], []) for i in index], range(len(index))).to(device)
+        with torch.inference_mode():
+            hyps = greedy(model, b.src, b.src_keep, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b, bos=BOS, eos=EOS)
+        done |= {i: h.tokens for i, h in zip(index, hyps)}
+    return [(src, done[i] if tgt is None else tgt) for i, (src, tgt) in enumerate(pairs)]
+
+
+def pair_loss(model: Transformer, lay: Layout, pairs: Sequence[Pair]) -> Callable[[Tensor, int], Tensor]:
+    """(mask (L, H), i) -> pair i's teacher-forced cross entropy (mean over its target tokens) under the mask."""
+    device = next(model.parameters()).device
+
+    def loss(mask: Tensor, i: int) -> Tensor:
+        b = collate([pairs[i]], [0]).to(device)
+        logits = model(b.src, b.src_keep, b.tgt_in, split_mask(mask.to(device), lay))  # (1, T, V)
+        return F.cross_entropy(logits.flatten(0, 1).float(), b.tgt_out.flatten())
+
+    return loss
+
+
+def scores(model: Transformer, lay: Layout, pairs: Sequence[Pair]) -> Callable[[Tensor], dict[str, float]]:
+    """mask (L, H) -> teacher-forced token accuracy (%) and mean token loss over `pairs` under the mask."""
+    device = next(model.parameters()).device
+
+    @torch.inference_mode()
+    def metric(mask: Tensor) -> dict[str, float]:
+        hit = total = 0
+        loss = 0.0
+        for start in range(0, len(pairs), BATCH):
+            b = collate(pairs, range(start, min(start + BATCH, len(pairs)))).to(device)
+            logits = model(b.src, b.src_keep, b.tgt_in, split_mask(mask.to(device), lay)).float()  # (B, T, V)
+            keep = b.tgt_keep  # (B, T)
+            hit += int(((logits.argmax(-1) == b.tgt_out) & keep).sum())
+            loss += float(F.cross_entropy(logits[keep], b.tgt_out[keep], reduction="sum"))
+            total += int(keep.sum())
+        return {"accuracy": 100.0 * hit / total, "loss": loss / total}
+
+    return metric
+
+
+def importance(model: Transformer, lay: Layout, pairs: Sequence[Pair], progress: Callable[[int], None] = lambda n: None) -> Tensor:
+    """Michel et al.'s I_h over `pairs`, one pair at a time, normalised per layer: -> (L_enc + 2 L_dec, H)."""
+    loss = pair_loss(model, lay, pairs)
+
+    def each():
+        for i in range(len(pairs)):
+            yield i
+            progress(1)
+
+    return head_importance(loss, each(), lay.shape)
+
+
+def prune_steps(metric: Callable[[Tensor], dict[str, float]], order: Sequence[tuple[int, int]], shape: tuple[int, int], step: int,
+                progress: Callable[[int], None] = lambda n: None) -> list[dict]:  # fmt: skip
+    """The metric with 0, step, 2 step, ... and finally all heads of `order` masked: [{"masked": k, ...}, ...]."""
+    counts = [*range(0, len(order), step), len(order)]
+    curve = []
+    for k in counts:
+        curve.append({"masked": k, **metric(mask_first(order, k, shape))})
+        progress(1)
+    return curve
+
+
+def head_report(found: Tensor, lay: Layout) -> dict:
+    """The JSON of the importance scores: per kind (layers x heads) and the order, least important first."""
+    rows = found.tolist()
+    le, ld = lay.encoder, lay.decoder
+    by_kind = dict(zip(KINDS, (rows[:le], rows[le : le + ld], rows[le + ld :])))
+    return {"importance": by_kind, "order": [lay.name(r, h) for r, h in pruning_order(found)]}
+
+
+def run_importance(loaded, lines: Sequence[str], where: str, prune_step: int | None = None) -> dict:
+    """Importance of every head of a loaded run over `lines` (`source<TAB>reference` or a source alone) and,
+    with `prune_step`, the pruning steps; the JSON `attnkit heads --importance` writes (module docstring)."""
+    from attnkit.families import FAMILIES
+    from attnkit.progress import counter
+
+    family, model = loaded.family, loaded.model.eval()
+    lay = layout(model, str(loaded.folder))
+    if family.pairs is None:
+        able = ", ".join(f.name for f in FAMILIES.values() if f.pairs is not None)
+        raise AttnkitError(f"{loaded.folder}: a {family.name} run gives no source/target pairs to score its heads on ({able} runs do)")
+    pairs = complete(model, family.pairs(loaded, lines, where), loaded.run.decode)
+    with counter(len(pairs), "head importance", unit="pair") as bar:
+        found = importance(model, lay, pairs, bar.update)
+    doc = {"run": str(loaded.folder), "pairs": len(pairs), "heads": lay.shape[0] * lay.heads, **head_report(found, lay)}
+    if prune_step is not None:
+        order = pruning_order(found)
+        with counter(len(range(0, len(order), prune_step)) + 1, "pruning", unit="step") as bar:
+            doc["pruning"] = prune_steps(scores(model, lay, pairs), order, lay.shape, prune_step, bar.update)
+    return doc
