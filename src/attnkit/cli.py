@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS, prog="attnkit")
     init.add(sub, FAMILIES)
     presets.add(sub)
-    training.add(sub)
+    training.add(sub, FAMILIES)
     sweep.add(sub)
     explore.add_evaluate(sub, FAMILIES)
     explore.add(sub)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.config.args import example
@@ -20,18 +21,19 @@ def preset_names() -> list[str]:
     return sorted(p.relative_to(PRESETS).with_suffix("").as_posix() for p in (*PRESETS.glob("*.yaml"), *PRESETS.glob("sweeps/*.yaml")))
 
 
-def config_path(name: str) -> Path:
+def config_path(name: str, families: Sequence[str] = ()) -> Path:
     """A config file path, or the name of a built-in preset (e.g. `m30k-small`); an unknown name with no
-    file suffix is refused with the nearest preset names."""
+    file suffix is refused with the nearest preset names (and `families`, where the command takes one)."""
     path = Path(name)
     if path.exists() or path.suffix:
         return path
     preset = PRESETS / f"{name}.yaml"
     if preset.is_file():
         return preset
-    close = difflib.get_close_matches(name, preset_names(), n=3)
+    close = difflib.get_close_matches(name, [*preset_names(), *families], n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
-    raise ConfigError(f"{name}: no such config file or preset{hint} (`attnkit presets` lists them)")
+    what = "config file, preset or family" if families else "config file or preset"
+    raise ConfigError(f"{name}: no such {what}{hint} (`attnkit presets` lists them)")
 
 
 def summary(path: Path) -> str:
