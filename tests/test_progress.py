@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 from attnkit import progress
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -42,3 +45,37 @@ def test_training_into_a_pipe_logs_lines_for_steps_and_validation(tmp_path):
     assert any(line.startswith("train: ") and "4/4" in line for line in lines)
     assert any(line.startswith("validating: ") and "20/20" in line for line in lines)
     assert any(line.startswith("preparing data: ") for line in lines)
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+OWN_FILES = {  # `attnkit train FAMILY ...` of each family whose data preparation and validation have bars here, with a tiny model
+    "classification": (["classification", "--train", f"{EXAMPLES}/classification/train.csv", "--valid", f"{EXAMPLES}/classification/valid.csv"],
+                       ["model.embed_dim=8", "model.u=8", "model.d_a=8", "model.r=2", "model.mlp_hidden=8"]),
+    "parsing": (["parsing", "--train", f"{EXAMPLES}/parsing/train.txt", "--valid", f"{EXAMPLES}/parsing/valid.txt"],
+                ["model.layers=1", "model.d_model=16", "model.n_heads=2", "model.d_ff=32", "decode.beam=1", "decode.max_len_b=30"]),
+    "chart": (["parsing", "--train", f"{EXAMPLES}/parsing/train.txt", "--valid", f"{EXAMPLES}/parsing/valid.txt"],
+              ["model={kind: chart, layers: 1, d_model: 16, n_heads: 2, d_kv: 8, d_ff: 16, d_char: 8, d_label_hidden: 8}"]),
+    "captioning": (["captioning", "--images", f"{EXAMPLES}/captioning/images", "--captions", f"{EXAMPLES}/captioning/dataset.json"],
+                   ["model.encoder=small_cnn", "model.input_size=48", "model.cnn_layers=4", "model.cnn_channels=8", "model.feature_dim=8",
+                    "model.embed_dim=8", "model.hidden_dim=8", "model.attn_dim=8", "decode.beam=1"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(OWN_FILES))
+def test_each_family_s_data_preparation_and_validation_write_lines_off_a_terminal(name, tmp_path, monkeypatch, capsys):
+    from attnkit.cli import build_parser
+    from attnkit.commands.init import family_run
+    from attnkit.families import run_family_of
+
+    monkeypatch.setenv("TQDM_MININTERVAL", "0")  # a line at every update
+    words, sets = OWN_FILES[name]
+    args = build_parser().parse_args(["train", *words, "--out", str(tmp_path / "run"), *[w for s in sets for w in ("--set", s)]])
+    run = family_run(args, args.family_files)
+    capsys.readouterr()
+    task = run_family_of(run).task(run, tmp_path / "run", None)
+    task.validate(task.build_model().eval(), torch.device("cpu"))
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert any(line.startswith("preparing data: 100% 4/4") for line in lines), err
+    assert any(line.startswith("validating: 100%") for line in lines), err
