@@ -30,7 +30,7 @@ MEANINGS: dict[str, tuple[str, ...]] = {
     "configs and training": ("--set", "--resume", "--init", "--grid", "--only", "--steps", "--minutes", "--last", "--config"),
     "output formats": ("--jsonl", "--table", "--format", "--quantization", "--mean-hops"),
     "the server": ("--hf", "--host", "--port", "--max-texts", "--max-chars", "--batch-window-ms", "--max-batch"),
-    "a run's training and validation data files (`init`)": ("--train", "--valid"),
+    "a run's training and validation data files (`init FAMILY`, `train FAMILY`)": ("--train", "--valid"),
     "the columns of a table file (TSV/CSV/JSONL)": (
         "--text-column",
         "--text2-column",

@@ -16,21 +16,25 @@ import shlex
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from attnkit.errors import ConfigError
+
+if TYPE_CHECKING:  # the families (and torch) load when the parser is built, not when this module is imported
+    from attnkit.config.schema import RunBase
+    from attnkit.families.protocol import Family, Starter
 
 
 @dataclass(frozen=True)
 class FamilyFiles:
     """A family's file options on `attnkit train`: its starter, the options it added and those it needs."""
 
-    starter: Any  # attnkit.families.protocol.Starter
+    starter: Starter
     actions: tuple[argparse.Action, ...]
     needed: tuple[argparse.Action, ...]
 
 
-def starters(families: Mapping[str, Any]) -> dict[str, Any]:
+def starters(families: Mapping[str, Family]) -> dict[str, Starter]:
     """The families that `init` (and `train FAMILY`) take, name -> `Starter`."""
     return {name: family.starter for name, family in families.items() if family.starter is not None}
 
@@ -41,7 +45,7 @@ def add_files(parser: argparse.ArgumentParser, files: str) -> None:
     parser.add_argument("--valid", nargs="+", metavar="FILE", help="the validation data (as --train)")
 
 
-def add_family_files(parser: argparse.ArgumentParser, families: Mapping[str, Any]) -> dict[str, FamilyFiles]:
+def add_family_files(parser: argparse.ArgumentParser, families: Mapping[str, Family]) -> dict[str, FamilyFiles]:
     """`--train`, `--valid` and every family's own options, a group each, on `attnkit train`. None is
     required there (a config file needs none): `family_run` asks for a family's own when it is named."""
     add_files(parser, "your files, with a FAMILY for CONFIG (what each family takes: `attnkit init FAMILY --help`)")
@@ -59,7 +63,7 @@ def add_family_files(parser: argparse.ArgumentParser, families: Mapping[str, Any
     return options
 
 
-def family_config(starter: Any, args: argparse.Namespace, source: str, overrides: Iterable[str] = ()) -> tuple[str, Any]:
+def family_config(starter: Starter, args: argparse.Namespace, source: str, overrides: Iterable[str] = ()) -> tuple[str, RunBase]:
     """The commented YAML that `starter` writes for the files of `args` (checked first: `DataError`), and
     the run it validates to with `--set` overrides; `source` names it in errors (`attnkit init parsing`)."""
     import yaml
@@ -78,7 +82,7 @@ def _given(args: argparse.Namespace, actions: Iterable[argparse.Action]) -> list
     return [a for a in actions if getattr(args, a.dest) != a.default]
 
 
-def family_run(args: argparse.Namespace, options: Mapping[str, FamilyFiles]) -> Any | None:
+def family_run(args: argparse.Namespace, options: Mapping[str, FamilyFiles]) -> RunBase | None:
     """The run of `attnkit train FAMILY --train ... --valid ...` (init's config for those files, with
     `--set`), or None when `args.config` names no family; refuses another family's options, and file
     options beside a config file."""
@@ -122,7 +126,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def add(sub: argparse._SubParsersAction, families: Mapping[str, Any]) -> None:
+def add(sub: argparse._SubParsersAction, families: Mapping[str, Family]) -> None:
     chosen = starters(families)
     examples = "\n".join(f"  {starter.example}" for starter in chosen.values())
     p = sub.add_parser(
