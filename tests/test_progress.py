@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from attnkit import progress
+from own_data import EXAMPLES, sets
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -47,29 +48,23 @@ def test_training_into_a_pipe_logs_lines_for_steps_and_validation(tmp_path):
     assert any(line.startswith("preparing data: ") for line in lines)
 
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-OWN_FILES = {  # `attnkit train FAMILY ...` of each family whose data preparation and validation have bars here, with a tiny model
-    "classification": (["classification", "--train", f"{EXAMPLES}/classification/train.csv", "--valid", f"{EXAMPLES}/classification/valid.csv"],
-                       ["model.embed_dim=8", "model.u=8", "model.d_a=8", "model.r=2", "model.mlp_hidden=8"]),
-    "parsing": (["parsing", "--train", f"{EXAMPLES}/parsing/train.txt", "--valid", f"{EXAMPLES}/parsing/valid.txt"],
-                ["model.layers=1", "model.d_model=16", "model.n_heads=2", "model.d_ff=32", "decode.beam=1", "decode.max_len_b=30"]),
-    "chart": (["parsing", "--train", f"{EXAMPLES}/parsing/train.txt", "--valid", f"{EXAMPLES}/parsing/valid.txt"],
-              ["model={kind: chart, layers: 1, d_model: 16, n_heads: 2, d_kv: 8, d_ff: 16, d_char: 8, d_label_hidden: 8}"]),
-    "captioning": (["captioning", "--images", f"{EXAMPLES}/captioning/images", "--captions", f"{EXAMPLES}/captioning/dataset.json"],
-                   ["model.encoder=small_cnn", "model.input_size=48", "model.cnn_layers=4", "model.cnn_channels=8", "model.feature_dim=8",
-                    "model.embed_dim=8", "model.hidden_dim=8", "model.attn_dim=8", "decode.beam=1"]),
-}  # fmt: skip
+FILES = {  # `attnkit train FAMILY FILES`, for the families whose data preparation and validation have bars here
+    "classification": ["--train", f"{EXAMPLES}/classification/train.csv", "--valid", f"{EXAMPLES}/classification/valid.csv"],
+    "parsing": ["--train", f"{EXAMPLES}/parsing/train.txt", "--valid", f"{EXAMPLES}/parsing/valid.txt"],
+    "captioning": ["--images", f"{EXAMPLES}/captioning/images", "--captions", f"{EXAMPLES}/captioning/dataset.json"],
+}
+CHART = "model={kind: chart, layers: 1, d_model: 16, n_heads: 2, d_kv: 8, d_ff: 16, d_char: 8, d_label_hidden: 8}"
 
 
-@pytest.mark.parametrize("name", sorted(OWN_FILES))
-def test_each_family_s_data_preparation_and_validation_write_lines_off_a_terminal(name, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(("family", "more"), [("classification", []), ("parsing", []), ("parsing", [CHART]), ("captioning", ["train.eval_decode=true"])],
+                         ids=["classification", "parsing", "chart", "captioning"])  # fmt: skip
+def test_each_family_s_data_preparation_and_validation_write_lines_off_a_terminal(family, more, tmp_path, monkeypatch, capsys):
     from attnkit.cli import build_parser
     from attnkit.commands.init import family_run
     from attnkit.families import run_family_of
 
     monkeypatch.setenv("TQDM_MININTERVAL", "0")  # a line at every update
-    words, sets = OWN_FILES[name]
-    args = build_parser().parse_args(["train", *words, "--out", str(tmp_path / "run"), *[w for s in sets for w in ("--set", s)]])
+    args = build_parser().parse_args(["train", family, *FILES[family], "--out", str(tmp_path / "run"), *sets(family, *more)])
     run = family_run(args, args.family_files)
     capsys.readouterr()
     task = run_family_of(run).task(run, tmp_path / "run", None)

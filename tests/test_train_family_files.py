@@ -10,15 +10,10 @@ import yaml
 
 from attnkit.cli import build_parser, main
 from attnkit.commands.training import _train_command
+from own_data import EXAMPLES, sets
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "translation"
-FILES = ["--train", str(EXAMPLES / "train.en"), str(EXAMPLES / "train.de"), "--valid", str(EXAMPLES / "valid.tsv")]
-TINY = ["model.layers=1", "model.d_model=16", "model.n_heads=2", "model.d_ff=32", "train.max_tokens=600", "train.precision=fp32",
-        "decode.max_len_b=8", "train.eval_every=2"]  # fmt: skip
-
-
-def sets(*values: str) -> list[str]:
-    return [word for value in (*TINY, *values) for word in ("--set", value)]
+TEXTS = EXAMPLES / "translation"
+FILES = ["--train", str(TEXTS / "train.en"), str(TEXTS / "train.de"), "--valid", str(TEXTS / "valid.tsv")]
 
 
 def steps(run: Path) -> list[int]:
@@ -27,11 +22,11 @@ def steps(run: Path) -> list[int]:
 
 def test_the_run_keeps_init_s_config_and_resumes_either_way(tmp_path: Path, capsys) -> None:
     run = tmp_path / "run"
-    assert main(["train", "translation", *FILES, "--out", str(run), *sets("train.max_steps=2")]) == 0
+    assert main(["train", "translation", *FILES, "--out", str(run), *sets("translation", "train.eval_every=2", "train.max_steps=2")]) == 0
     config = yaml.safe_load((run / "config.yaml").read_text())
-    assert config["data"]["train"] == {"src": str(EXAMPLES / "train.en"), "tgt": str(EXAMPLES / "train.de")}
-    assert config["data"]["tokenizer"] == "word" and config["model"]["d_model"] == 16  # init's choice, then --set
-    assert main(["train", "translation", *FILES, "--out", str(run), "--resume", *sets("train.max_steps=4")]) == 0
+    assert config["data"]["train"] == {"src": str(TEXTS / "train.en"), "tgt": str(TEXTS / "train.de")}
+    assert config["data"]["tokenizer"] == "word" and config["model"]["d_model"] == 32  # init's choice, then --set
+    assert main(["train", "translation", *FILES, "--out", str(run), "--resume", *sets("translation", "train.eval_every=2", "train.max_steps=4")]) == 0
     assert main(["train", str(run / "config.yaml"), "--out", str(run), "--resume", "--set", "train.max_steps=6"]) == 0
     assert steps(run) == [2, 4, 6]
     assert main(["report", str(run), "a dog runs .", "--out", str(tmp_path / "r.html")]) == 0
@@ -45,7 +40,7 @@ def test_the_command_to_resume_repeats_the_files() -> None:
 
 def test_a_bad_file_is_refused_before_any_work(write_file, cli_error, tmp_path: Path) -> None:
     src, tgt = write_file(tmp_path, "a.en", "a b\nc d\ne f\n"), write_file(tmp_path, "a.de", "b a\nd c\n")
-    err = cli_error(["train", "translation", "--train", src, tgt, "--valid", str(EXAMPLES / "valid.tsv"), "--out", str(tmp_path / "run")])
+    err = cli_error(["train", "translation", "--train", src, tgt, "--valid", str(TEXTS / "valid.tsv"), "--out", str(tmp_path / "run")])
     assert f"{src} has 3 lines but {tgt} has 2" in err
     assert not (tmp_path / "run").exists()
 

@@ -13,19 +13,10 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import main
+from own_data import TINY, sets
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "docs" / "your-data.md", ROOT / "README.md"]
-TINY = {
-    "translation": ["model.layers=1", "model.d_model=32", "model.n_heads=2", "model.d_ff=64", "train.max_steps=4", "train.eval_every=4",
-                    "train.max_tokens=600", "train.precision=fp32", "decode.max_len_b=10"],
-    "classification": ["model.embed_dim=16", "model.u=16", "model.d_a=16", "model.r=2", "model.mlp_hidden=32", "train.max_steps=4", "train.eval_every=4"],
-    "parsing": ["model.layers=1", "model.d_model=32", "model.n_heads=2", "model.d_ff=64", "train.max_steps=4", "train.eval_every=4", "decode.beam=1",
-                "decode.max_len_b=30", "train.precision=fp32", "train.max_tokens=600"],
-    "captioning": ["model.encoder=small_cnn", "model.input_size=48", "model.cnn_layers=4", "model.cnn_channels=8", "model.feature_dim=16",
-                   "model.embed_dim=16", "model.hidden_dim=32", "model.attn_dim=16", "train.max_steps=4", "train.eval_every=4",
-                   "train.eval_decode=false", "train.precision=fp32"],
-}  # fmt: skip
 ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'...\t...'
 
 
@@ -81,7 +72,7 @@ TRAINS = sorted({tuple(argv) for page in PAGES for argv in trains(page)})
 def test_train_and_plot_commands_of_the_pages_run(argv: list[str], tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
     run = tmp_path / Path(out(argv)).name
-    assert main([*argv[:-1], str(run), *[w for value in TINY[argv[1]] for w in ("--set", value)]]) == 0
+    assert main([*argv[:-1], str(run), *sets(argv[1])]) == 0
     assert (run / "config.yaml").is_file()
     for plot in {tuple(p) for page in PAGES for p in plots(page) if p[1] == out(argv)}:
         figure = tmp_path / Path(out(list(plot))).name
