@@ -12,7 +12,7 @@ import argparse
 import pytest
 
 from attnkit.cli import build_parser, main
-from attnkit.config.args import Renamed, positive_int
+from attnkit.config.args import Renamed, positive_int, renamed
 
 # Every option name, by what it means: one name per meaning, and a name means one thing everywhere.
 # A new option takes the name of its meaning here; only a new meaning gets a new row.
@@ -30,7 +30,7 @@ MEANINGS: dict[str, tuple[str, ...]] = {
     "configs and training": ("--set", "--resume", "--init", "--grid", "--only", "--steps", "--minutes", "--last", "--config"),
     "output formats": ("--jsonl", "--table", "--format", "--quantization", "--mean-hops"),
     "the server": ("--hf", "--host", "--port", "--max-texts", "--max-chars", "--batch-window-ms", "--max-batch"),
-    "a run's training and validation data files (`init`)": ("--train", "--valid"),
+    "a run's training and validation data files (`init FAMILY`, `train FAMILY`)": ("--train", "--valid"),
     "the columns of a table file (TSV/CSV/JSONL)": (
         "--text-column",
         "--text2-column",
@@ -99,6 +99,16 @@ def option_problems(where: str, parser: argparse.ArgumentParser) -> list[str]:
     return found
 
 
+def required_options(parser: argparse.ArgumentParser) -> list[str]:
+    """The options a command needs: required ones, and the one visible option of a required choice (its old spellings hidden)."""
+    flags = [a.option_strings[0] for a in live(parser) if a.required and a.option_strings]
+    for group in parser._mutually_exclusive_groups:
+        shown = [a for a in group._group_actions if a.help is not argparse.SUPPRESS]
+        if group.required and len(shown) == 1 and shown[0].option_strings:
+            flags.append(shown[0].option_strings[0])
+    return flags
+
+
 def command_problems(where: str, parser: argparse.ArgumentParser, leaf: bool) -> list[str]:
     """One command as a whole: --out takes a path, --input comes with TEXT, --workers counts, an example."""
     flags, found = parser._option_string_actions, []
@@ -108,6 +118,10 @@ def command_problems(where: str, parser: argparse.ArgumentParser, leaf: bool) ->
         found.append(f"{where}: --input without a positional TEXT (texts come as arguments, --input FILE or stdin)")
     if "--workers" in flags and flags["--workers"].type is not positive_int:
         found.append(f"{where} --workers: a positive count (positive_int)")
+    usage = parser.format_usage()
+    for flag in required_options(parser):
+        if f"[{flag}" in usage:
+            found.append(f"{where} {flag}: required, but bracketed in the usage as if optional")
     if leaf and not parser.get_default("moved_to") and not (parser.epilog or "").startswith(f"example:\n  {where}"):
         found.append(f"{where}: no example of itself in its epilog (`attnkit.config.args.example`)")
     return found
@@ -143,9 +157,13 @@ def test_a_command_that_breaks_it_is_named_for_each_break():
     bad.add_argument("--threads", type=int, help="at once")
     bad.add_argument("--fancy", help="new")
     bad.add_argument("--workers", type=int, help="at once")
+    attention = bad.add_mutually_exclusive_group(required=True)  # argparse brackets it: its old spelling is a positional
+    attention.add_argument("--attention", help="a second file")
+    renamed(attention, "attention", "--attention")
     found = "\n".join(problems(root))
     for expected in ("bogus out: a positional", "bogus --output: spelt as another tool", "bogus: --input without a positional TEXT",
-                     "bogus --threads: spelt", "bogus --fancy: not in MEANINGS", "bogus --workers: a positive count", "bogus: no example"):  # fmt: skip
+                     "bogus --threads: spelt", "bogus --fancy: not in MEANINGS", "bogus --workers: a positive count", "bogus: no example",
+                     "bogus --attention: required, but bracketed"):  # fmt: skip
         assert expected in found
 
 

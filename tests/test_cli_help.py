@@ -80,7 +80,7 @@ def test_presets_lists_each_preset_with_one_line(capsys):
 def test_an_unknown_preset_says_did_you_mean(tmp_path, capsys):
     assert main(["train", "m30k-smal", "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert err == "attnkit: error: m30k-smal: no such config file or preset; did you mean m30k-small? (`attnkit presets` lists them)\n"
+    assert err == "attnkit: error: m30k-smal: no such config file, preset or family; did you mean m30k-small? (`attnkit presets` lists them)\n"
     assert not (tmp_path / "run").exists()
     assert config_path("toy-reverse") == FAMILIES["translation"].presets / "toy-reverse.yaml"
 

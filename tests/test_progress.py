@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 from attnkit import progress
+from own_data import EXAMPLES, sets
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -42,3 +46,31 @@ def test_training_into_a_pipe_logs_lines_for_steps_and_validation(tmp_path):
     assert any(line.startswith("train: ") and "4/4" in line for line in lines)
     assert any(line.startswith("validating: ") and "20/20" in line for line in lines)
     assert any(line.startswith("preparing data: ") for line in lines)
+
+
+FILES = {  # `attnkit train FAMILY FILES`, for the families whose data preparation and validation have bars here
+    "classification": ["--train", f"{EXAMPLES}/classification/train.csv", "--valid", f"{EXAMPLES}/classification/valid.csv"],
+    "parsing": ["--train", f"{EXAMPLES}/parsing/train.txt", "--valid", f"{EXAMPLES}/parsing/valid.txt"],
+    "captioning": ["--images", f"{EXAMPLES}/captioning/images", "--captions", f"{EXAMPLES}/captioning/dataset.json"],
+}
+CHART = "model={kind: chart, layers: 1, d_model: 16, n_heads: 2, d_kv: 8, d_ff: 16, d_char: 8, d_label_hidden: 8}"
+
+
+@pytest.mark.parametrize(("family", "more"), [("classification", []), ("parsing", []), ("parsing", [CHART]), ("captioning", ["train.eval_decode=true"])],
+                         ids=["classification", "parsing", "chart", "captioning"])  # fmt: skip
+def test_each_family_s_data_preparation_and_validation_write_lines_off_a_terminal(family, more, tmp_path, monkeypatch, capsys):
+    from attnkit.cli import build_parser
+    from attnkit.commands.init import family_run
+    from attnkit.families import run_family_of
+
+    monkeypatch.setenv("TQDM_MININTERVAL", "0")  # a line at every update
+    args = build_parser().parse_args(["train", family, *FILES[family], "--out", str(tmp_path / "run"), *sets(family, *more)])
+    run = family_run(args, args.family_files)
+    capsys.readouterr()
+    task = run_family_of(run).task(run, tmp_path / "run", None)
+    task.validate(task.build_model().eval(), torch.device("cpu"))
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert any(line.startswith("preparing data: 100% 4/4") for line in lines), err
+    assert any(line.startswith(("validating: 100%", "validation loss: 100%")) for line in lines), err

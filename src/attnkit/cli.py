@@ -9,6 +9,7 @@ that SIGPIPE ends: nothing on stderr.
 from __future__ import annotations
 
 import argparse
+import copy
 import difflib
 import logging
 import os
@@ -69,6 +70,18 @@ class HelpFormatter(argparse.HelpFormatter):
             return "".join(indent + line for line in text.splitlines(keepends=True))
         return super()._fill_text(text, width, indent)
 
+    def _format_actions_usage(self, actions: list[argparse.Action], groups: list) -> str:
+        """A required choice with one visible option (`--out DIR`, its old spelling hidden) shows as a required
+        option, unbracketed: argparse brackets it whenever the hidden spelling is a positional."""
+        alone = {}
+        for group in groups:
+            shown = [a for a in group._group_actions if a.help is not argparse.SUPPRESS]
+            if group.required and len(shown) == 1 and shown[0].option_strings:
+                alone[shown[0]] = copy.copy(shown[0])
+                alone[shown[0]].required = True
+        groups = [g for g in groups if not any(a in alone for a in g._group_actions)]
+        return super()._format_actions_usage([alone.get(a, a) for a in actions], groups)
+
     def _get_help_string(self, action: argparse.Action) -> str:
         help, default = action.help or "", action.default
         if help is argparse.SUPPRESS or "default" in help or default is None or default is False or default is argparse.SUPPRESS or default == []:
@@ -112,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS, prog="attnkit")
     init.add(sub, FAMILIES)
     presets.add(sub)
-    training.add(sub)
+    training.add(sub, FAMILIES)
     sweep.add(sub)
     explore.add_evaluate(sub, FAMILIES)
     explore.add(sub)

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from attnkit.config.schema import SHARED_METRICS, Metric, RunBase
 
 LOSS = Metric("loss", "loss")
+Bar = tqdm  # what `bar` and `counter` give, for the annotations of code that a bar is handed to
 LINE_SECONDS = 10.0  # seconds between the plain lines of a bar when stderr is not a terminal
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.config.args import example
@@ -16,18 +17,19 @@ from attnkit.families import presets
 ABBREVIATION = re.compile(r"\b(et al|sec|e\.g|i\.e|cf|vs)\.$")
 
 
-def config_path(name: str) -> Path:
+def config_path(name: str, families: Sequence[str] = ()) -> Path:
     """A config file path, or the name of a built-in preset (e.g. `m30k-small`); an unknown name with no
-    file suffix is refused with the nearest preset names."""
+    file suffix is refused with the nearest preset names (and `families`, where the command takes one)."""
     path = Path(name)
     if path.exists() or path.suffix:
         return path
     known = presets()
     if name in known:
         return known[name]
-    close = difflib.get_close_matches(name, list(known), n=3)
+    close = difflib.get_close_matches(name, [*known, *families], n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
-    raise ConfigError(f"{name}: no such config file or preset{hint} (`attnkit presets` lists them)")
+    what = "config file, preset or family" if families else "config file or preset"
+    raise ConfigError(f"{name}: no such {what}{hint} (`attnkit presets` lists them)")
 
 
 def summary(path: Path) -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from typing import Any
 
+from attnkit.commands import init
 from attnkit.commands.presets import config_path
 from attnkit.config.args import example, positive_float, positive_int
 
@@ -21,21 +24,30 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def _train_command(args: argparse.Namespace, resume: bool) -> str:
     """The `attnkit train` command line of `args`, with `--resume` or without."""
+    files = init.family_words(args, args.family_files) if args.config in args.family_files else ""
     sets = "".join(f" --set {s}" for s in args.set)
     data = f" --data {args.data}" if args.data else ""
-    init = f" --init {args.init}" if args.init and not resume else ""
-    return f"attnkit train {args.config} --out {args.out}{sets}{data}{init}" + (" --resume" if resume else "")
+    start = f" --init {args.init}" if args.init and not resume else ""
+    return f"attnkit train {args.config}{files} --out {args.out}{sets}{data}{start}" + (" --resume" if resume else "")
+
+
+def _run(args: argparse.Namespace) -> Any:
+    """The run to train: init's config for a family's files (`attnkit train FAMILY --train ...`), else the config file or preset."""
+    from attnkit.families import load_config
+
+    path = None if args.config in args.family_files else config_path(args.config, list(args.family_files))  # a typo: "did you mean"
+    run = init.family_run(args, args.family_files)
+    return run if run is not None else load_config(path, args.set)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from attnkit.artifacts.checkpoint import checkpoint_dirs
     from attnkit.errors import WriteError
-    from attnkit.families import load_config
     from attnkit.progress import TrainProgress
     from attnkit.train.distributed import world_from_env
     from attnkit.train.loop import train
 
-    run = load_config(config_path(args.config), args.set)
+    run = _run(args)
     try:
         with TrainProgress(run) as progress:
             state = train(run, args.out, resume=args.resume, data_dir=args.data, on_event=progress.event, init=args.init)
@@ -70,22 +82,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(steps=args.steps, minutes=args.minutes, data_dir=args.data, out=args.out)
 
 
-def add(sub: argparse._SubParsersAction) -> None:
+def add(sub: argparse._SubParsersAction, families: Mapping[str, Any]) -> None:
+    names = " | ".join(init.starters(families))
     p = sub.add_parser(
         "train",
-        help="train a model from a YAML config or a preset (`--init` starts from an imported Hugging Face model)",
-        description="Train a model described by a YAML config (or a preset name such as m30k-small; `attnkit presets` lists them).",
-        epilog=example("attnkit train toy-reverse --out runs/toy"),
+        usage="attnkit train [-h] CONFIG --out RUN [--set KEY=VALUE] [--resume] [--data DATA] [--init RUN]\n"
+        "       attnkit train [-h] FAMILY --train FILE... --valid FILE... [FAMILY's options] --out RUN [--set KEY=VALUE] [--resume]",
+        help="train a model from a YAML config, a preset, or your own files (`--init` starts from an imported Hugging Face model)",
+        description="Train a model described by a YAML config, a preset (such as m30k-small; `attnkit presets` lists them), or your own "
+        f"files: `attnkit train FAMILY --train ... --valid ...` ({names}) checks them, trains the config `attnkit init FAMILY` would "
+        "write for them and keeps it as the run's config.yaml (docs/your-data.md).",
+        epilog=example(
+            "attnkit train toy-reverse --out runs/toy", "attnkit train translation --train a.en a.de --valid b.en b.de --out runs/my-translation"
+        ),  # fmt: skip
     )
-    p.add_argument("config", help="config file or preset name (`attnkit presets`)")
-    p.add_argument("--out", required=True, help="run folder for checkpoints, config.yaml and metrics.jsonl")
+    p.add_argument("config", metavar="CONFIG", help=f"a config file, a preset name (`attnkit presets`), or a family with your files: {names}")
+    p.add_argument("--out", required=True, metavar="RUN", help="run folder for checkpoints, config.yaml and metrics.jsonl")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config value, e.g. --set model.layers=6 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--data", help="folder holding the corpus (Multi30k: train.en.gz ...)")
     p.add_argument(
         "--init", metavar="RUN", help="start from this run's weights and tokenizer (e.g. one made by `attnkit import hf`; --resume does not need it again)"
     )
-    p.set_defaults(func=cmd_train)
+    p.set_defaults(func=cmd_train, family_files=init.add_family_files(p, families))
 
     p = sub.add_parser(
         "average",

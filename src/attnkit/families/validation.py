@@ -18,6 +18,7 @@ import torch
 from attnkit.config.schema import Train
 from attnkit.data.batching import TokenBatcher
 from attnkit.precision import autocast
+from attnkit.progress import counter
 
 
 def validation_sums(
@@ -40,10 +41,12 @@ def validation_sums(
     """
     batcher = TokenBatcher(*lengths, max_tokens=train.max_tokens, max_sentences=train.max_sentences, shuffle=False, seed=0)
     sums: dict[str, float] = {}
-    for index in batcher.epoch(0):
-        batch = collate(index).to(device)
-        with autocast(device, train.precision):
-            out = forward(batch)
-        for key, value in measure(batch, out).items():
-            sums[key] = sums.get(key, 0.0) + float(value)
+    with counter(len(lengths[0]), "validation loss", unit="ex") as bar:
+        for index in batcher.epoch(0):
+            batch = collate(index).to(device)
+            with autocast(device, train.precision):
+                out = forward(batch)
+            for key, value in measure(batch, out).items():
+                sums[key] = sums.get(key, 0.0) + float(value)
+            bar.update(len(index))
     return sums

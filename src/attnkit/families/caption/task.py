@@ -37,9 +37,10 @@ from attnkit.families.caption.images import ImageSource
 from attnkit.families.caption.model import ShowAttendTell, build, doubly_stochastic
 from attnkit.families.caption.scores import bleu4
 from attnkit.families.validation import validation_sums
-from attnkit.progress import counter
+from attnkit.progress import Bar, counter
 
 log = logging.getLogger("attnkit")
+PREPARE_STEPS = 4  # reading the captions, the vocabulary, encoding train, encoding valid
 
 
 @dataclass
@@ -84,10 +85,14 @@ def _read(run: CaptionRun, data_dir: str | None) -> dict[str, tuple]:
 
 def load_splits(run: CaptionRun, run_dir: Path, data_dir: str | None) -> tuple[CaptionVocabs, Split, Split]:
     """The prepared captions (and, for a frozen Lite0, the cached features) of `run`."""
-    splits = _read(run, data_dir)
-    settings = run.data.model_dump(mode="json", exclude={"dir", "images", "captions", "train_images", "valid_images", "train_captions", "valid_captions"})
-    key = data_key({"family": "captioning", "data": settings}, list(dict.fromkeys(splits[s][0] for s in ("train", "valid"))))
-    folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, splits))
+    with counter(PREPARE_STEPS, "preparing data", unit="step") as bar:  # the stage it is in, in the postfix
+        bar.set_postfix_str("reading captions")
+        splits = _read(run, data_dir)
+        bar.update(1)
+        settings = run.data.model_dump(mode="json", exclude={"dir", "images", "captions", "train_images", "valid_images", "train_captions", "valid_captions"})
+        key = data_key({"family": "captioning", "data": settings}, list(dict.fromkeys(splits[s][0] for s in ("train", "valid"))))
+        folder = prepared(run_dir.parent / ".attnkit-cache", key, partial(_prepare, run, splits, bar))
+        bar.update(PREPARE_STEPS - bar.n)  # the stages a cached copy stood in for
     info = json.loads((folder / "data.json").read_text(encoding="utf-8"))
     ids = load_sequences(folder / "captions.safetensors")
     vocab = vocabs_from_json(info["vocabs"], folder).vocab
@@ -102,17 +107,21 @@ def load_splits(run: CaptionRun, run_dir: Path, data_dir: str | None) -> tuple[C
     return CaptionVocabs(vocab, effective_encoder(run.model.encoder)), out[0], out[1]
 
 
-def _prepare(run: CaptionRun, splits: dict, folder: Path) -> None:
-    """Count the training words and encode every caption into `folder`."""
+def _prepare(run: CaptionRun, splits: dict, bar: Bar, folder: Path) -> None:
+    """Count the training words and encode every caption into `folder`, a stage of `bar` each."""
     d = run.data
+    bar.set_postfix_str("vocabulary")
     vocab = build_vocab((c for item in splits["train"][1] for c in item.captions), d.min_freq)
+    bar.update(1)
     info, sequences = {"vocabs": vocabs_to_json(CaptionVocabs(vocab, run.model.encoder), folder)}, {}
     for name in ("train", "valid"):
+        bar.set_postfix_str(f"encoding {name}")
         captioned = splits[name][1]
         info[f"{name}_names"] = [item.image for item in captioned]
         info[f"{name}_refs"] = [list(item.captions) for item in captioned]
         info[f"{name}_counts"] = [len(item.captions) for item in captioned]
         sequences[f"{name}_ids"] = [encode_caption(vocab, c, d.max_len) for item in captioned for c in item.captions]
+        bar.update(1)
     save_sequences(folder / "captions.safetensors", sequences)
     (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")
 

@@ -37,6 +37,7 @@ from attnkit.families.parse.trees import Tree, parse_trees, preprocess_treebank,
 from attnkit.progress import counter
 
 log = logging.getLogger("attnkit")
+PREPARE_STEPS = 4  # reading the trees, the vocabularies, encoding train, encoding valid
 
 
 @dataclass
@@ -118,18 +119,25 @@ def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
 
 
 def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
-    splits = read_splits(run, path)
-    train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
-    log.info("parsing data: %d training trees (%d over %d words left out), %d dev trees",
-             len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
-    vocabs = build_vocabs(train, keep_words=run.data.keep_words, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature",
-                          tags=run.model.tagger)  # fmt: skip
-    train_ex = [encode_tree(vocabs, tree) for tree in train]
-    valid_ex = [encode_tree(vocabs, tree) for tree in splits["dev"]]
-    sequences = {"train_src": [s for s, _ in train_ex], "train_tgt": [t for _, t in train_ex],
-                 "valid_src": [s for s, _ in valid_ex], "valid_tgt": [t for _, t in valid_ex]}  # fmt: skip
-    if run.model.tagger:
-        sequences.update(train_tags=[encode_tags(vocabs, tree) for tree in train], valid_tags=[encode_tags(vocabs, tree) for tree in splits["dev"]])
+    sequences: dict[str, list[list[int]]] = {}
+    with counter(PREPARE_STEPS, "preparing data", unit="step") as bar:  # the stage it is in, in the postfix
+        bar.set_postfix_str("reading trees")
+        splits = read_splits(run, path)
+        bar.update(1)
+        train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
+        log.info("parsing data: %d training trees (%d over %d words left out), %d dev trees",
+                 len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
+        bar.set_postfix_str("vocabulary")
+        vocabs = build_vocabs(train, keep_words=run.data.keep_words, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature",
+                              tags=run.model.tagger)  # fmt: skip
+        bar.update(1)
+        for name, trees in (("train", train), ("valid", splits["dev"])):
+            bar.set_postfix_str(f"encoding {name}")
+            encoded = [encode_tree(vocabs, tree) for tree in trees]
+            sequences.update({f"{name}_src": [s for s, _ in encoded], f"{name}_tgt": [t for _, t in encoded]})
+            if run.model.tagger:
+                sequences[f"{name}_tags"] = [encode_tags(vocabs, tree) for tree in trees]
+            bar.update(1)
     save_sequences(folder / "examples.safetensors", sequences)
     info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in splits["dev"]]}
     (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")

@@ -23,8 +23,10 @@ from attnkit.families.sentence.corpus import classify_files, classify_splits
 from attnkit.families.sentence.metrics import hop_overlap, macro_f1
 from attnkit.families.sentence.model import build, load_word_vectors
 from attnkit.families.validation import validation_sums
+from attnkit.progress import counter
 
 log = logging.getLogger("attnkit")
+PREPARE_STEPS = 4  # reading, vocabulary, encoding train, encoding valid
 
 
 @dataclass
@@ -73,13 +75,20 @@ def load_examples(run: SentenceRun, run_dir: Path, data_dir: str | None) -> tupl
 def _prepare(run: SentenceRun, data_dir: str | None, folder: Path) -> None:
     """Read, count and encode the training and validation examples into `folder`."""
     d = run.data
-    train, valid, labels = classify_splits(d, data_dir)
-    vocab = build_vocab(train, min_freq=d.min_freq, max_size=d.max_vocab, lowercase=d.lowercase)
     sequences = {}
-    for name, examples in (("train", train), ("valid", valid)):
-        encoded = encode_examples(examples, vocab, labels, lowercase=d.lowercase)
-        sequences.update({f"{name}_ids": [e.ids for e in encoded], f"{name}_ids2": [e.ids2 or [] for e in encoded],
-                          f"{name}_labels": [[e.label] for e in encoded]})  # fmt: skip
+    with counter(PREPARE_STEPS, "preparing data", unit="step") as bar:  # the stage it is in, in the postfix
+        bar.set_postfix_str("reading")
+        train, valid, labels = classify_splits(d, data_dir)
+        bar.update(1)
+        bar.set_postfix_str("vocabulary")
+        vocab = build_vocab(train, min_freq=d.min_freq, max_size=d.max_vocab, lowercase=d.lowercase)
+        bar.update(1)
+        for name, examples in (("train", train), ("valid", valid)):
+            bar.set_postfix_str(f"encoding {name}")
+            encoded = encode_examples(examples, vocab, labels, lowercase=d.lowercase)
+            sequences.update({f"{name}_ids": [e.ids for e in encoded], f"{name}_ids2": [e.ids2 or [] for e in encoded],
+                              f"{name}_labels": [[e.label] for e in encoded]})  # fmt: skip
+            bar.update(1)
     save_sequences(folder / "examples.safetensors", sequences)
     (folder / "data.json").write_text(json.dumps(vocabs_to_json(SentenceVocabs(vocab, labels), folder)), encoding="utf-8")
 

@@ -35,7 +35,7 @@ def _split(files: list[str], option: str, args: argparse.Namespace) -> tuple[str
         return f"{{src: {json.dumps(files[0])}, tgt: {json.dumps(files[1])}}}", report.src_lines
     if len(files) == 1 and table_kind(files[0]):
         return json.dumps(files[0]), len(Table(files[0], args.src_column, args.tgt_column).pairs())
-    raise DataError(f"{option} {' '.join(files)}: give two line-aligned text files (source, target) or one .tsv/.csv/.jsonl/.json table")
+    raise DataError(f"{' '.join([option, *files])}: give two line-aligned text files (source, target) or one .tsv/.csv/.jsonl/.json table")
 
 
 def config(args: argparse.Namespace) -> str:

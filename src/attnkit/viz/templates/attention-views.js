@@ -51,8 +51,15 @@ const AttnDraw = (() => {
     return {width, height, data};
   }
 
+  // A map without queries or keys (an empty output or input): a message instead of a picture.
+  function emptyView(src) {
+    const text = `no attention to show: the ${src.Tq ? "input" : "output"} is empty`;
+    return {width: 320, height: 24, ops: [{op: "text", x: 6, y: 12, text}], hit: () => null, overlay: () => [], say: () => ""};
+  }
+
   // The heatmap of one map: rows = queries, columns = keys; tokens label the axes when cells are big enough.
   function heatmap(src, w) {
+    if (!src.Tq || !src.Tk) return emptyView(src);
     const vmax = maxOf(w), c = clamp(Math.floor(720 / Math.max(src.Tq, src.Tk)), 1, 24), labels = c >= 10;
     const longest = (tokens) => Math.min(16, Math.max(...tokens.map((t) => t.length)));
     const left = labels ? 10 + 7 * longest(src.rows) : 2, top = labels ? 10 + 7 * longest(src.cols) : 2;
@@ -91,6 +98,7 @@ const AttnDraw = (() => {
   // The head view: queries on the left, keys on the right, a line from each query to its top-k keys
   // in each chosen head's colour, opacity by weight / the head's largest weight.
   function headView(src, layer, heads, k) {
+    if (!src.Tq || !src.Tk) return emptyView(src);
     const n = Math.max(src.Tq, src.Tk), rh = clamp(Math.floor(4000 / n), 1, 18), labels = rh >= 8, top = 22;
     const xq = 150, xk = 450, y = (i) => top + (i + 0.5) * rh;
     const ops = [{op: "text", x: xq, y: 10, text: "queries", align: "right"}, {op: "text", x: xk, y: 10, text: "keys"}];
@@ -121,6 +129,7 @@ const AttnDraw = (() => {
 
   // The model view: every layer x head as a thumbnail (max-pooled), each on its own colour scale.
   function modelView(src) {
+    if (!src.Tq || !src.Tk) return emptyView(src);
     const s = clamp(Math.floor(760 / src.H) - 6, 24, 80), gap = 6, left = 52, top = 18;
     const ops = [];
     for (let h = 0; h < src.H; h++) ops.push({op: "text", x: left + h * (s + gap) + s / 2, y: 10, text: `head ${h + 1}`, align: "center"});

@@ -46,9 +46,10 @@ from attnkit.families.parse.chart.codec import (
 from attnkit.families.parse.chart.infer import dev_f1
 from attnkit.families.parse.chart.model import ChartParser
 from attnkit.families.parse.config import ChartModel, ParseRun
-from attnkit.families.parse.task import read_splits, tree_sources
+from attnkit.families.parse.task import PREPARE_STEPS, read_splits, tree_sources
 from attnkit.families.parse.trees import parse_trees
 from attnkit.families.validation import validation_sums
+from attnkit.progress import counter
 
 log = logging.getLogger("attnkit")
 
@@ -126,19 +127,26 @@ def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> ChartData:
 
 
 def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
-    splits = read_splits(run, path)
-    train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
-    log.info("chart parsing data: %d training trees (%d over %d words left out), %d dev trees",
-             len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
-    vocabs = build_chart_vocabs(train, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature")
     sequences: dict[str, list[list[int]]] = {}
-    for name, trees in (("train", train), ("valid", splits["dev"])):
-        encoded = [encode_chart_tree(vocabs, tree) for tree in trees]
-        sequences[f"{name}_words"] = [e.words for e in encoded]
-        sequences[f"{name}_chars"] = [[c for word in e.chars for c in word] for e in encoded]
-        sequences[f"{name}_char_lengths"] = [[len(word) for word in e.chars] for e in encoded]
-        sequences[f"{name}_spans"] = [[x for span in e.spans for x in span] for e in encoded]
-        sequences[f"{name}_tags"] = [e.tags for e in encoded]
+    with counter(PREPARE_STEPS, "preparing data", unit="step") as bar:  # the stage it is in, in the postfix
+        bar.set_postfix_str("reading trees")
+        splits = read_splits(run, path)
+        bar.update(1)
+        train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
+        log.info("chart parsing data: %d training trees (%d over %d words left out), %d dev trees",
+                 len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
+        bar.set_postfix_str("vocabulary")
+        vocabs = build_chart_vocabs(train, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature")
+        bar.update(1)
+        for name, trees in (("train", train), ("valid", splits["dev"])):
+            bar.set_postfix_str(f"encoding {name}")
+            encoded = [encode_chart_tree(vocabs, tree) for tree in trees]
+            sequences[f"{name}_words"] = [e.words for e in encoded]
+            sequences[f"{name}_chars"] = [[c for word in e.chars for c in word] for e in encoded]
+            sequences[f"{name}_char_lengths"] = [[len(word) for word in e.chars] for e in encoded]
+            sequences[f"{name}_spans"] = [[x for span in e.spans for x in span] for e in encoded]
+            sequences[f"{name}_tags"] = [e.tags for e in encoded]
+            bar.update(1)
     counts = Counter(word for tree in train for word in tree.words())
     sequences["train_unknown"] = [unknown_ids(vocabs, tree.words()) for tree in train]
     sequences["train_counts"] = [[counts[word] for word in tree.words()] for tree in train]
