@@ -8,7 +8,7 @@ import torch
 from attnkit.families import load_run
 from attnkit.families.translation.explore import Explored, explore, explore_decode, merge_matrix, merge_words, record, word_groups
 from attnkit.families.translation.translate import Translation
-from attnkit.viz.plot import AttentionView
+from attnkit.viz.attention_view import AttentionView
 
 
 def test_maps_match_the_search_and_have_the_sentence_shapes(tiny_transformer_run):

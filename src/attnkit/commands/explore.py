@@ -66,7 +66,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
 def _plot_view(args: argparse.Namespace) -> int:
     """`plot SOURCE TEXT --view ...`: one picture of one kind's maps, from a run or a Hugging Face model."""
     from attnkit.sources import AttentionOptions, is_run
-    from attnkit.sources.page import collect, float_maps, open_source, source_name
+    from attnkit.sources.page import attention_kinds, collect, float_maps, open_source, source_name
     from attnkit.viz.views import plot_view
 
     if args.text is None and args.image is None:
@@ -75,7 +75,7 @@ def _plot_view(args: argparse.Namespace) -> int:
     options = AttentionOptions(words=args.words, checkpoint=args.checkpoint, flow=args.flow) if run else _source_options(args)
     loaded = open_source(args.run, args.checkpoint)
     arrays, summary = collect(loaded, args.text, options, args.max_cells, quantize=False)
-    maps = float_maps(arrays, summary["kinds"])
+    maps = float_maps(arrays, summary["kinds"], attention_kinds(loaded))
     kind = args.kind or next(k for k in ("cross", *maps) if k in maps)
     if kind not in maps:
         raise AttnkitError(f"--kind {kind}: this model has {', '.join(maps)}")
