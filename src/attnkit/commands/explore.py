@@ -217,7 +217,8 @@ def _add_view_arguments(p: argparse.ArgumentParser) -> None:
         help="one picture of one input, to --out FILE.png or .svg (default for a Hugging Face model: heatmap; "
         "hops: each query row's keys as shaded words, a classifier's hops)",
     )
-    p.add_argument("--kind", help="with --view: encoder, decoder_self, cross, self, hops, hops2, rollout, flow (default: cross, else the first)")
+    p.add_argument("--kind", help="with --view: a kind of the model's maps: encoder, decoder_self, cross, self, a family's own "
+                   "(a classifier's hops), rollout, flow (default: cross, else the first)")  # fmt: skip
     p.add_argument("--layer", type=positive_int, help="with --view: the layer, from 1 (default: the last)")
     p.add_argument("--head", type=positive_int, help="with --view: the head, from 1 (default: the mean; the head view: every head)")
     p.add_argument("--top-k", type=positive_int, default=5, help="the head view: lines per query (default 5)")
