@@ -16,6 +16,7 @@ from attnkit.config.schema import Decode
 from attnkit.families import FAMILIES
 from attnkit.families import presets as PRESETS
 from attnkit.serve.schemas import ModelInfo
+from attnkit.viz.attention_view import SUMMARY_KINDS, TRANSFORMER_KINDS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attnkit"
 CONFIGS = SRC.parents[1] / "configs"
@@ -160,6 +161,41 @@ def test_family_words_catch_a_planted_name():
     assert named_families("AttnView.render(main, record); JSON.parse(text); parser.parseArgs()", words) == []
     assert named_families("AttnView.render(main, record, 'parsing')", words) == ["parsing"]
     assert named_families(_shared_sections({"train": {"eval_decode": True, "early_stopping": "bleu4"}}), words) == ["bleu4"]
+
+
+def _family_kinds() -> set[str]:
+    """The attention kinds families declare beyond the core's (`viz.attention_view`)."""
+    core = {k.name for k in (*TRANSFORMER_KINDS, *SUMMARY_KINDS)}
+    own = {k.name for family in FAMILIES.values() for k in family.attention_kinds} - core
+    assert {"hops", "hops2"} <= own
+    return own
+
+
+def _strings(path: Path) -> list[str]:
+    """The string literals of a Python module (docstrings left out), or the quoted strings and object keys of a page,
+    script or style."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        return [a or b or c for a, b, c in re.findall(r"\"([^\"\n]*)\"|'([^'\n]*)'|\b(\w+)\s*:(?!:)", text)]
+    tree = ast.parse(text)
+    docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}  # fmt: skip
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def _names_a_kind(strings: list[str], kinds: set[str]) -> list[str]:
+    return [t for t in strings if t in kinds or t.split("/")[0] in kinds]
+
+
+def test_the_core_keeps_no_list_of_a_familys_attention_kinds():
+    """The pages, the serializer, the sources and the commands draw any kind the same way (an unknown one under its
+    name): a kind a family makes is named in its own package only. (`viz/views.py`'s "hops" is a picture, Lin et
+    al.'s Fig. 2, that draws any map, not a kind.)"""
+    kinds = _family_kinds()
+    assert _names_a_kind(["encoder", "hops2", "hops/layer1", "shops"], kinds) == ["hops2", "hops/layer1"]
+    files = [p for p in sorted(SRC.rglob("*")) if p.suffix in (".py", ".js", ".html", ".css") and _core(p) and p != SRC / "viz" / "views.py"]
+    found = [f"{p.relative_to(SRC)}: {t}" for p in files for t in _names_a_kind(_strings(p), kinds)]
+    assert not found, found
 
 
 def test_the_core_imports_no_family_package():

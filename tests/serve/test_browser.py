@@ -108,7 +108,7 @@ def test_classify_page_shades_words_per_hop(page, live_server, tmp_path):
     card = page.locator(".attn-card")
     card.wait_for()
     assert card.locator(".attn-output").inner_text() in {"neg", "pos"} and card.locator(".attn-probs li").count() == 2
-    words = card.locator(".attn-keys .attn-token")
+    words = card.locator(".attn-hop-words .attn-token")  # the hop strip (the shared views below the card have strips of their own)
     assert [w.inner_text() for w in words.all()] == ["t1", "t2", "t3", "t4"]
     mean = weights(words)
     assert max(map(float, mean)) == 1.0  # shading is relative to the most attended word

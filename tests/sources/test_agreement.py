@@ -90,7 +90,9 @@ def test_the_card_draws_the_attribution_view_and_the_tau_table():
     attribution = {"output": "class 1 (pos)", "row": 0, "tokens": ["[CLS]", "good", "[SEP]"], "scores": {"ig": [0.1, -0.7, 0.2]},
                    "ig": {"steps": 50, "relative_error": 0.001}, "compared": {"names": ["encoder/layer1", "rollout"], "rows": [[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]]},
                    "tau": {"ig": [0.333, None]}}  # fmt: skip
-    record = {"source": "good", "text": "class: pos", "maps": {"encoder": {"rows": ["a"], "cols": ["a"], "layers": [[[[1.0]]]]}}, "attribution": attribution}
+    one = {"rows": ["a"], "cols": ["a"], "layers": [[[[1.0]]]]}
+    maps = {"encoder": {"title": "encoder self-attention", **one}, "rollout": {"title": "attention rollout", **one}}  # titles: `viz.records`
+    record = {"source": "good", "text": "class: pos", "maps": maps, "attribution": attribution}
     draw = f"AttnView.render(document.body, {embed_json(record)}); console.log(summarise(document.body));"
     script = "\n".join([STUB.read_text(encoding="utf-8"), shared_script(), draw])
     out = subprocess.run([shutil.which("node"), "-e", script], capture_output=True, text=True, timeout=60)

@@ -8,7 +8,7 @@ import torch
 from attnkit.families import load_run
 from attnkit.families.translation.explore import Explored, explore, explore_decode, merge_matrix, merge_words, record, word_groups
 from attnkit.families.translation.translate import Translation
-from attnkit.viz.plot import AttentionView
+from attnkit.viz.attention_view import AttentionView
 
 
 def test_maps_match_the_search_and_have_the_sentence_shapes(tiny_transformer_run):
@@ -47,7 +47,8 @@ def test_merge_words_in_an_explanation():
     e = merge_words(Explored(0, "ab c", [best], [AttentionView("cross", tgt, src, [cross[None]], "cross", ("source", "output"))]))
     assert (e.nbest[0].src_pieces, e.nbest[0].tgt_pieces) == (["ab", "c", "</s>"], ["xy", "</s>"])
     torch.testing.assert_close(e.nbest[0].attention, torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]))
-    assert record(e)["maps"]["cross"] == {"rows": ["xy", "</s>"], "cols": ["ab", "c", "</s>"], "layers": [[[[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]]]}
+    assert record(e)["maps"]["cross"] == {"title": "cross", "role": "input", "rows": ["xy", "</s>"], "cols": ["ab", "c", "</s>"],
+                                          "layers": [[[[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]]]}  # fmt: skip
 
 
 def test_nbest_larger_than_beam_is_an_error(tiny_transformer_run):

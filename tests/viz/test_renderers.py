@@ -21,7 +21,8 @@ MAPS = {"cross": {"rows": ["x", "</s>"], "cols": ["a", "</s>"], "layers": [[[[0.
 NBEST = [{"text": "x", "score": -0.5, "finished": True}]
 RECORDS = {
     "translation": {"source": "a", "text": "x", "nbest": NBEST, "maps": MAPS},
-    "classification": {"text": "a b", "label": "pos", "probs": {"pos": 0.7, "neg": 0.3}, "tokens": ["a", "b"], "attention": [[0.25, 0.75]]},
+    "classification": {"source": "a b", "text": "pos", "probs": {"pos": 0.7, "neg": 0.3},
+                       "maps": {"hops": {"title": "attention hops", "rows": ["hop 1"], "cols": ["a", "b"], "layers": [[[[0.25, 0.75]]]]}}},
     "parsing": {"source": "a", "text": "(S (NN a))", "nbest": NBEST, "svg": "<svg xmlns='http://www.w3.org/2000/svg'></svg>"},
     "captioning": {"source": "i.png", "text": "a dog", "nbest": NBEST, "image": "data:image/jpeg;base64,AAAA",
                    "overlays": [{"word": "a", "src": "data:image/jpeg;base64,BBBB"}, {"word": "dog", "src": "data:image/jpeg;base64,CCCC"}]},

@@ -42,9 +42,13 @@ def test_report_of_a_sentence_classifier_embeds_labels_and_hops(tiny_sase_run, t
     out = tmp_path / "report.html"
     assert main(["report", str(tiny_sase_run), "T1 t2 t3", "--out", str(out)]) == 0
     (record,) = json.loads(DATA.findall(out.read_text(encoding="utf-8"))[0])
-    assert record["text"] == "T1 t2 t3" and record["tokens"] == ["t1", "t2", "t3"] and record["label"] in {"neg", "pos"}
+    # The common record: the input as `source`, the class as `text`, the hops as a kind of `maps` (one layer of one head).
+    assert record["source"] == "T1 t2 t3" and record["text"] in {"neg", "pos"} and record["note"].startswith(record["text"] + ", p = ")
     assert sum(record["probs"].values()) == pytest.approx(1.0)
-    assert len(record["attention"]) == 2 and all(sum(hop) == pytest.approx(1.0) for hop in record["attention"])  # r = 2 hops
+    hops = record["maps"]["hops"]
+    assert hops["cols"] == ["t1", "t2", "t3"] and hops["rows"] == ["hop 1", "hop 2"] and (hops["title"], hops["role"]) == ("attention hops", "readout")
+    ((a,),) = hops["layers"]  # (L, H) = (1, 1) maps of (R, n)
+    assert len(a) == 2 and all(sum(hop) == pytest.approx(1.0, abs=1e-3) for hop in a)  # r = 2 hops, rounded to 4 decimals
 
 
 CURVES = re.compile(r'<script type="application/json" id="curves-data">(.*?)</script>', re.S)

@@ -66,7 +66,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
 def _plot_view(args: argparse.Namespace) -> int:
     """`plot SOURCE TEXT --view ...`: one picture of one kind's maps, from a run or a Hugging Face model."""
     from attnkit.sources import AttentionOptions, is_run, open_source
-    from attnkit.sources.page import collect, float_maps
+    from attnkit.sources.page import attention_kinds, collect, float_maps
     from attnkit.viz.views import plot_view
 
     if args.text is None and args.image is None:
@@ -75,7 +75,7 @@ def _plot_view(args: argparse.Namespace) -> int:
     options = AttentionOptions(words=args.words, checkpoint=args.checkpoint, flow=args.flow) if run else _source_options(args)
     loaded = open_source(args.run, args.checkpoint)
     arrays, summary = collect(loaded, args.text, options, args.max_cells, quantize=False)
-    maps = float_maps(arrays, summary["kinds"])
+    maps = float_maps(arrays, summary["kinds"], attention_kinds(loaded))
     kind = args.kind or next(k for k in ("cross", *maps) if k in maps)
     if kind not in maps:
         raise AttnkitError(f"--kind {kind}: this model has {', '.join(maps)}")
@@ -219,7 +219,8 @@ def _add_view_arguments(p: argparse.ArgumentParser) -> None:
         help="one picture of one input, to --out FILE.png or .svg (default for a Hugging Face model: heatmap; "
         "hops: each query row's keys as shaded words, a classifier's hops)",
     )
-    p.add_argument("--kind", help="with --view: encoder, decoder_self, cross, self, hops, hops2, rollout, flow (default: cross, else the first)")
+    p.add_argument("--kind", help="with --view: a kind of the model's maps: encoder, decoder_self, cross, self, a family's own "
+                   "(a classifier's hops), rollout, flow (default: cross, else the first)")  # fmt: skip
     p.add_argument("--layer", type=positive_int, help="with --view: the layer, from 1 (default: the last)")
     p.add_argument("--head", type=positive_int, help="with --view: the head, from 1 (default: the mean; the head view: every head)")
     p.add_argument("--top-k", type=positive_int, default=5, help="the head view: lines per query (default 5)")

@@ -27,6 +27,8 @@ from attnkit.artifacts.runs import LoadedRun, load_run
 from attnkit.config.args import DTYPES
 from attnkit.config.schema import Decode, RunBase
 from attnkit.errors import AttnkitError
+from attnkit.viz.attention_view import AttentionKind, AttentionView, Explained
+from attnkit.viz.records import records_json
 
 ATTNKIT = "attnkit"  # `--engine attnkit`: attnkit's own searches (the default)
 
@@ -102,9 +104,10 @@ class Page:
 class Api:
     """A family's part of `attnkit serve` and `attnkit report`: its pages (path -> `Page`), assets
     (name -> file, served under /static/) and routes, and `renderer`, the asset (a script) that sets
-    `AttnView.render(container, record)` to draw one of its records (without one, the common card
-    of viz/templates/attention.js: source, output, n-best list, attention maps), and `renderer_style`,
-    the asset (a stylesheet) with the styles of what it draws: the core's styles name no family."""
+    `AttnView.extend(card, record)` to add what its records carry besides the common card of
+    viz/templates/attention.js (source, output, note, n-best list, attention maps): a tree, an image;
+    and `renderer_style`, the asset (a stylesheet) with the styles of what it draws: the core's styles
+    name no family."""
 
     pages: dict[str, Page] = field(default_factory=dict)
     assets: dict[str, Traversable] = field(default_factory=dict)
@@ -174,8 +177,9 @@ class Family:
     commands: Callable[[argparse._SubParsersAction, Family], None]  # add the family's CLI verbs
     evaluate_options: Callable[[argparse.ArgumentParser], list[str]]  # add `evaluate` options (add_once); their dests
     evaluate: Callable[[argparse.Namespace, Callable[[], Any]], dict]  # check the options, then load() and score
-    records: Callable[[Any, Sequence[str], ExploreOptions], list[dict]]  # JSON of `report` and the web UI
-    views: Callable[[Any, Sequence[str], ExploreOptions], list[list[Any]]]  # `plot`: AttentionViews per line
+    # (loaded, lines, options) -> per line its `Explained` (viz.attention_view): the one record builder of `report`,
+    # `serve`, `show`, `attention` and `plot`; `records` and `views` below are what they take of it
+    explain: Callable[[Any, Sequence[str], ExploreOptions], list[Explained]]
     info: Callable[[Any], dict]  # extra fields of `GET /v1/models`
     # (run, run_dir, data_dir, vocabs): the task encoding the data with another run's vocabularies
     # (`attnkit train --init RUN`); None: the family's runs cannot start from another run's weights
@@ -190,6 +194,15 @@ class Family:
     pairs: Callable[[Any, Sequence[str], str], list[tuple[list[int], list[int] | None]]] | None = None
     starter: Starter | None = None  # `attnkit init FAMILY`: a commented config for one's own files
     presets: Path | None = None  # its built-in configs (`attnkit train NAME`): NAME.yaml, and sweeps/NAME.yaml
+    attention_kinds: tuple[AttentionKind, ...] = ()  # the kinds of its views, as its pages and plots name them
+
+    def views(self, loaded: Any, lines: Sequence[str], options: ExploreOptions) -> list[list[AttentionView]]:
+        """Per line, its attention views (`attention`, `plot`, the explorer page)."""
+        return [e.views for e in self.explain(loaded, lines, options)]
+
+    def records(self, loaded: Any, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
+        """Per line, its record (`viz.records`: the JSON of `report`)."""
+        return records_json(self.explain(loaded, lines, options))
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)

@@ -4,7 +4,8 @@
 all draw what `page_record` returns: the common record of the report (docs/explorer.md) with
 `source` (the input), `text` (what the model made of it: its output, class or next token),
 `maps`, one entry per kind of attention and per summary (`rollout`, `rollout_encoder`, `flow`, each
-one layer of one head), and `note` where the source gives one (an attnkit classifier's class and
+one layer of one head), each with its title and role (`viz.records.map_entry`: the kinds the run's family
+declares, the core Transformer's, or, for a kind nobody declared, its name), and `note` where the source gives one (an attnkit classifier's class and
 probabilities: its maps, the hops, are no output); with attributions (`--attribute`), `attribution`: the attributions of one
 output and their Kendall tau with each layer's attention, rollout and flow (`build_attribution`,
 `sources.agreement`). The maps come through the same `Collector` as `attnkit attention`'s npz,
@@ -30,10 +31,10 @@ import numpy as np
 from attnkit.errors import AttnkitError
 from attnkit.sources.options import METHODS, AttentionOptions
 from attnkit.sources.source import Source
+from attnkit.viz.attention_view import SUMMARY_KINDS, TRANSFORMER_KINDS, AttentionKind, kind_table, ordered
+from attnkit.viz.records import map_entry
 
 MAX_CELLS = 64 * 2**20  # weights a page may hold (64 MiB as bytes; about 85 MB of base64)
-KINDS = ("encoder", "self", "decoder_self", "cross", "hops", "hops2")  # in the order the page lists them
-SUMMARIES = ("rollout", "rollout_encoder", "flow")
 EXACT = ("attr/", "tau/")  # one output's attributions and their agreement with attention: small, kept as floats
 
 
@@ -78,6 +79,12 @@ class MemoryWriter:
         self.names.append(name)
 
 
+def attention_kinds(source: Source) -> dict[str, AttentionKind]:
+    """The kinds a source's maps may have, by name: the core Transformer's, then a run's family's own."""
+    family_kinds = source.loaded.family.attention_kinds if source.kind == "run" else ()
+    return kind_table([*TRANSFORMER_KINDS, *family_kinds])
+
+
 def collect(source: Source, text: str | None, options: AttentionOptions, max_cells: int = MAX_CELLS, quantize: bool = True) -> tuple[dict, dict]:
     """(arrays by npz name, the summary) of one input through a source (`sources.source.open_source`)."""
     writer = MemoryWriter(source.name, max_cells, quantize)
@@ -102,17 +109,18 @@ def _summary_labels(arrays: dict, maps: dict, name: str) -> tuple[list[str], lis
     return own["rows"], own["cols"]
 
 
-def build_maps(arrays: dict, kinds: dict[str, int]) -> dict:
-    """The page's `maps` from quantized arrays: every kind's layers, then the summaries present."""
+def build_maps(arrays: dict, kinds: dict[str, int], table: dict[str, AttentionKind] | None = None) -> dict:
+    """The page's `maps` from quantized arrays: every kind's layers (in `table`'s order, then the kinds it does
+    not know), then the summaries present."""
     maps = {}
-    for kind in (k for k in KINDS if kinds.get(k)):
-        layers = [arrays[f"{kind}/layer{l}"] for l in range(1, kinds[kind] + 1)]
+    for kind in ordered((k for k in kinds if kinds[k]), table or {}):
+        layers = [arrays[f"{kind.name}/layer{l}"] for l in range(1, kinds[kind.name] + 1)]
         stacked = Quantized(np.stack([q.data for q in layers]), np.stack([q.scale for q in layers]))  # (L, H, Tq, Tk)
-        maps[kind] = {"rows": arrays[f"{kind}/queries"], "cols": arrays[f"{kind}/keys"], **_pack(stacked)}
-    for name in (n for n in SUMMARIES if n in arrays):
-        q = arrays[name]
-        rows, cols = _summary_labels(arrays, maps, name)
-        maps[name] = {"rows": rows, "cols": cols, **_pack(Quantized(q.data[None, None], q.scale[None, None]))}  # (1, 1, Tq, Tk)
+        maps[kind.name] = map_entry(kind, arrays[f"{kind.name}/queries"], arrays[f"{kind.name}/keys"], _pack(stacked))
+    for kind in (k for k in SUMMARY_KINDS if k.name in arrays):
+        q = arrays[kind.name]
+        rows, cols = _summary_labels(arrays, maps, kind.name)
+        maps[kind.name] = map_entry(kind, rows, cols, _pack(Quantized(q.data[None, None], q.scale[None, None])))  # (1, 1, Tq, Tk)
     return maps
 
 
@@ -141,21 +149,21 @@ def page_record(source: Source, text: str | None, options: AttentionOptions = At
     """The record the explorer page draws for one input (module docstring)."""
     arrays, summary = collect(source, text, options, max_cells)
     record = {"id": 0, "model": source.name, "source": text if text is not None else str(options.image),
-              "text": summary.get("prediction", ""), "maps": build_maps(arrays, summary["kinds"])}  # fmt: skip
+              "text": summary.get("prediction", ""), "maps": build_maps(arrays, summary["kinds"], attention_kinds(source))}  # fmt: skip
     if "note" in summary:
         record["note"] = summary["note"]
     attribution = build_attribution(arrays)
     return record if attribution is None else {**record, "attribution": attribution}
 
 
-def float_maps(arrays: dict, kinds: dict[str, int]) -> dict[str, dict]:
-    """From arrays kept as floats (`collect(..., quantize=False)`): per kind and summary, `rows`,
-    `cols` and `layers` (L, H, Tq, Tk) float32 (`attnkit plot --view`)."""
+def float_maps(arrays: dict, kinds: dict[str, int], table: dict[str, AttentionKind] | None = None) -> dict[str, dict]:
+    """From arrays kept as floats (`collect(..., quantize=False)`): per kind and summary (as `build_maps`), its title,
+    role, `rows`, `cols` and `layers` (L, H, Tq, Tk) float32 (`attnkit plot --view`)."""
     maps = {}
-    for kind in (k for k in KINDS if kinds.get(k)):
-        layers = np.stack([arrays[f"{kind}/layer{l}"] for l in range(1, kinds[kind] + 1)])  # (L, H, Tq, Tk)
-        maps[kind] = {"rows": arrays[f"{kind}/queries"], "cols": arrays[f"{kind}/keys"], "layers": layers}
-    for name in (n for n in SUMMARIES if n in arrays):
-        rows, cols = _summary_labels(arrays, maps, name)
-        maps[name] = {"rows": rows, "cols": cols, "layers": arrays[name][None, None]}  # (1, 1, Tq, Tk)
+    for kind in ordered((k for k in kinds if kinds[k]), table or {}):
+        layers = np.stack([arrays[f"{kind.name}/layer{l}"] for l in range(1, kinds[kind.name] + 1)])  # (L, H, Tq, Tk)
+        maps[kind.name] = map_entry(kind, arrays[f"{kind.name}/queries"], arrays[f"{kind.name}/keys"], {"layers": layers})
+    for kind in (k for k in SUMMARY_KINDS if k.name in arrays):
+        rows, cols = _summary_labels(arrays, maps, kind.name)
+        maps[kind.name] = map_entry(kind, rows, cols, {"layers": arrays[kind.name][None, None]})  # (1, 1, Tq, Tk)
     return maps

@@ -4,8 +4,8 @@ The run's family decodes the line (as `attnkit plot` does: `Family.views`, the r
 settings, one hypothesis) and gives its `AttentionView`s, one per kind (a translation's `encoder`,
 `decoder_self`, `cross`; a classifier's `hops`; a captioner's `cross` attention over the image grid).
 Each layer goes through the same `Collector` as a Hugging Face model's. `tokens` are the keys of the
-first kind, `target_tokens` the queries of the `cross` (else `decoder_self`) kind: the output
-(the queries of other kinds, a classifier's hops, are no output). A view's `note` (a classifier's
+first kind, `target_tokens` the queries of the first kind whose role is "output" (`viz.attention_view`:
+a decoder's cross or self-attention; the queries of other kinds, a classifier's hops, are no output). A view's `note` (a classifier's
 class and probabilities) is written as `note` and goes into the summary. With `--words` the family
 merges the pieces itself, and rollout and flow are computed on the word maps.
 
@@ -26,8 +26,6 @@ from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector
 from attnkit.sources.npz import NpzWriter
 from attnkit.sources.options import AttentionOptions
-
-OUTPUT_KINDS = ("cross", "decoder_self")  # the kinds whose queries are the model's output, in the order looked for
 
 
 def output_row(views: list, output: int | None) -> tuple[str, int | None] | None:
@@ -65,7 +63,7 @@ def write_run(loaded, text: str | None, writer: NpzWriter, options: AttentionOpt
     views = family.views(loaded, [line], ExploreOptions(loaded.run.decode.with_overrides(nbest=1), words=options.words))[0]
     if not views:
         raise AttnkitError(f"{folder}: the model has no attention maps")
-    target = next((v.rows for kind in OUTPUT_KINDS for v in views if v.kind == kind), None)
+    target = next((v.rows for v in views if v.role == "output"), None)
     note = next((v.note for v in views if v.note), None)
     collector = Collector(writer, flow=options.flow, output=output_row(views, options.output))
     for view in views:

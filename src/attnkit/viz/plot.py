@@ -1,6 +1,6 @@
 """`attnkit plot`: PNG heatmaps of every attention map of a model's output (via `viz.heatmap`).
 
-A family's `views` gives, per input line, its `AttentionView`s: one per kind of attention (for a
+A family's `views` gives, per input line, its `AttentionView`s (`viz.attention_view`): one per kind of attention (for a
 translation: `encoder`, `decoder_self`, `cross`), each with its layers of heads. Per line `i`, kind
 and layer `l` (1-based): one file per head, `{i:03d}-{kind}-layer{l}-head{h}.png`, and the head
 average, `{i:03d}-{kind}-layer{l}-mean.png` (written only when the layer has more than one head).
@@ -8,26 +8,11 @@ average, `{i:03d}-{kind}-layer{l}-mean.png` (written only when the layer has mor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from torch import Tensor
-
 from attnkit.errors import AttnkitError
+from attnkit.viz.attention_view import AttentionView
 from attnkit.viz.heatmap import plot_attention
-
-
-@dataclass
-class AttentionView:
-    """One kind of attention of one input: per layer (H, Tq, Tk), rows = queries, cols = keys."""
-
-    kind: str
-    rows: list[str]
-    cols: list[str]
-    layers: list[Tensor]
-    title: str  # e.g. "encoder-decoder attention"
-    axes: tuple[str, str]  # (x label: the keys, y label: the queries)
-    note: str | None = None  # what the maps do not show of the model's answer (a classifier's class and probabilities)
 
 
 def plot_maps(views: list[list[AttentionView]], out_dir: str | Path) -> list[Path]:

@@ -152,8 +152,8 @@ def test_serve_parses_and_shows_the_parse_page(run_dir):
         plain = client.post("/v1/parse", json={"texts": ["It barks ."]}).json()["results"][0]
         assert plain["attention"] is None and plain["maps"] is None
         page = client.get("/parse")
-        assert page.status_code == 200 and "/static/parse.js" in page.text
-        assert "renderParse" in client.get("/static/parse.js").text
+        assert page.status_code == 200 and "/static/parse.js" in page.text and "/static/parse-view.js" in page.text
+        assert "AttnView.render)" in client.get("/static/parse.js").text  # the common card, extended by parse-view.js
         models = client.get("/v1/models").json()
         assert models[0]["task"] == "parsing" and models[0]["beam"] == 2
 

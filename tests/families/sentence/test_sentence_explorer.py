@@ -100,14 +100,16 @@ def test_the_report_and_the_attention_page_show_the_hops(tiny_sase_run, tmp_path
     (record,) = json.loads(DATA.findall(html)[0])
     hops = record["maps"]["hops"]
     assert hops["rows"] == ["hop 1", "hop 2"] and hops["cols"] == WORDS
-    assert np.allclose(hops["layers"][0][0], record["attention"], atol=1e-4)  # the maps are the record's hops
-    assert "AttnView.renderMaps(card, record.maps)" in html and "attention hops" in html
     loaded = load_run(tiny_sase_run)
+    a, _, _ = _own_attention(loaded, TEXT)
+    assert np.allclose(hops["layers"][0][0], a.numpy(), atol=1e-4)  # the maps are the model's hops
+    assert record["source"] == TEXT and record["text"] in {"neg", "pos"} and hops["title"] == "attention hops"
+    assert "AttnView.extend = " in html  # the family's renderer extends the common card
     with TestClient(create_app({"sase": loaded})) as client:
         response = client.post("/v1/attention", json={"model": "sase", "text": TEXT})
         assert response.status_code == 200, response.text
         served = response.json()["record"]
-    assert served["note"] == page_record(open_source(tiny_sase_run), TEXT)["note"] and served["note"].startswith(record["label"])
+    assert served["note"] == page_record(open_source(tiny_sase_run), TEXT)["note"] and served["note"].startswith(record["text"])
     assert set(served["maps"]) == {"hops"} and served["maps"]["hops"]["cols"] == WORDS and served["text"] == ""
 
 

@@ -26,35 +26,28 @@ from attnkit.families.caption.infer import caption_images
 from attnkit.families.caption.model import build
 from attnkit.families.caption.task import CaptionTask
 from attnkit.families.protocol import ExploreOptions, Family
+from attnkit.viz.attention_view import AttentionKind, Explained
+
+CROSS = AttentionKind("cross", "attention over the image grid", ("cell", "word"), "output")  # each word over the grid's cells
 
 
 def _cells(grid: int) -> list[str]:
     return [f"r{r}c{c}" for r in range(grid) for c in range(grid)]
 
 
-def _records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
-    """Per image path: the caption record plus the report's fields (source, text, n-best, a
-    words x cells map under "cross", and the figure: the image as the encoder saw it under "image"
-    and, per word, that image with the word's attention overlaid under "overlays", as data URIs)."""
+def _explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[Explained]:
+    """Per image path: the caption, its n-best, the words x cells map (kind "cross"), and as fields the
+    caption record plus the figure: the image as the encoder saw it under "image" and, per word, that
+    image with the word's attention overlaid under "overlays", as data URIs."""
     out, size = [], loaded.run.model.input_size
     for i, (line, r) in enumerate(zip(lines, caption_images(loaded, list(lines), options.decode))):
-        maps = {"cross": {"rows": r.words, "cols": _cells(r.grid), "layers": [[r.attention]]}}
+        weights = torch.tensor(r.attention).unsqueeze(0)  # (1, T, P)
         nbest = [{"text": c, "score": s, "finished": True} for c, s in r.nbest]
         image = resize_for_encoder(open_image(line), size)
         overlays = [{"word": w, "src": data_uri(overlay(image, a, r.grid))} for w, a in zip(r.words, r.attention)]
-        out.append({**caption_record(i, line, r), "source": line, "text": r.caption, "nbest": nbest, "maps": maps,
-                    "image": data_uri(image), "overlays": overlays})  # fmt: skip
+        fields = {**caption_record(i, line, r), "image": data_uri(image), "overlays": overlays}
+        out.append(Explained(line, r.caption, [CROSS.view(r.words, _cells(r.grid), [weights])], nbest, fields=fields))
     return out
-
-
-def _views(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list]:
-    from attnkit.viz.plot import AttentionView
-
-    views = []
-    for r in caption_images(loaded, list(lines), options.decode):
-        weights = torch.tensor(r.attention).unsqueeze(0)  # (1, T, P)
-        views.append([AttentionView("cross", r.words, _cells(r.grid), [weights], "attention over the image grid", ("cell", "word"))])
-    return views
 
 
 def _info(loaded: LoadedRun) -> dict:
@@ -65,6 +58,6 @@ FAMILY = Family(
     name="captioning", kinds=("show_attend_tell",), run_schema=CaptionRun, api=API, task=CaptionTask,
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
-    records=_records, views=_views, info=_info, data_commands=commands.add_data_commands,
+    explain=_explain, attention_kinds=(CROSS,), info=_info, data_commands=commands.add_data_commands,
     starter=starter.STARTER, presets=Path(__file__).parent / "presets",
 )  # fmt: skip

@@ -60,6 +60,6 @@ FAMILY = Family(
     name="parsing", kinds=(), run_schema=ParseRun, api=API, task=_task,
     vocabs_to_json=_vocabs_to_json, vocabs_from_json=_vocabs_from_json, build=_build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
-    records=explore.records, views=explore.views, info=_info,
+    explain=explore.explain, attention_kinds=explore.KINDS, info=_info,
     starter=starter.STARTER, presets=Path(__file__).parent / "presets", pairs=codec.encode_pairs,
 )  # fmt: skip

@@ -3,17 +3,17 @@
 `explore` parses sentences, then re-runs each best output teacher-forced through
 `model.attentions` (as the translation family does) for every map in the common format: encoder
 self-attention (words x words), decoder self-attention (symbols x decoder input) and
-encoder-decoder attention (output symbols x words), per layer and head. A record
-(`record`) is the attention JSONL format of `viz.export` (`id`, `src`, `tgt`, `attention`,
-`score`) plus `source`, `text` (the bracketed tree), `nbest`, `maps`, `tree` and `svg`
-(`draw.tree_svg`), and `repaired`. A chart parse (`chart.infer`) has the encoder's self-attention
+encoder-decoder attention (output symbols x words), per layer and head. `explained` gives the
+core's `Explained` of a parse; its record (`record`, through `viz.records`) is the attention JSONL
+format of `viz.export` (`id`, `src`, `tgt`, `attention`, `score`) plus the common `source`, `text`
+(the bracketed tree), `nbest` and `maps`, and the family's `tree`, `svg` (`draw.tree_svg`) and `repaired`. A chart parse (`chart.infer`) has the encoder's self-attention
 as its only map and adds `chart` (`chart_record`): each span's best label and score.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -25,11 +25,14 @@ from attnkit.families.parse.codec import ParseVocabs, source_ids, tokenize
 from attnkit.families.parse.draw import tree_svg
 from attnkit.families.parse.infer import ParseResult
 from attnkit.families.protocol import ExploreOptions
+from attnkit.viz.attention_view import CROSS, DECODER_SELF, ENCODER, AttentionView, Explained
 from attnkit.viz.export import attention_record
-from attnkit.viz.plot import AttentionView
+from attnkit.viz.records import record_json
 
-TITLES = {"encoder": "encoder self-attention", "decoder_self": "decoder self-attention", "cross": "encoder-decoder attention"}
-AXES = {"encoder": ("words (keys)", "words (queries)"), "decoder_self": ("decoder input", "output symbols"), "cross": ("words", "output symbols")}
+# the kinds of a parse's views (`Family.attention_kinds`): the core Transformer's, over words and symbols
+KINDS = (replace(ENCODER, axes=("words (keys)", "words (queries)")), replace(DECODER_SELF, axes=("decoder input", "output symbols")),
+         replace(CROSS, axes=("words", "output symbols")))  # fmt: skip
+ENCODER_WORDS = KINDS[0]
 
 
 @dataclass
@@ -66,16 +69,15 @@ def attention_views(model: torch.nn.Module, vocabs: ParseVocabs, results: list[P
     for b, r in enumerate(results):
         src, tgt = [*r.words, "</s>"], [*r.symbols, "</s>"]
         labels = {"encoder": (src, src), "decoder_self": (tgt, ["<s>", *r.symbols]), "cross": (tgt, src)}
-        out.append([AttentionView(kind, rows, cols, [w[b, :, : len(rows), : len(cols)].float().cpu() for w in getattr(maps, kind)],  # (H, Tq, Tk)
-                                  TITLES[kind], AXES[kind])
-                    for kind, (rows, cols) in labels.items()])  # fmt: skip
+        out.append([k.view(rows, cols, [w[b, :, : len(rows), : len(cols)].float().cpu() for w in getattr(maps, k.name)])  # (H, Tq, Tk)
+                    for k in KINDS for rows, cols in [labels[k.name]]])  # fmt: skip
     return out
 
 
 def chart_views(result: ChartResult) -> list[AttentionView]:
     """A chart parse's encoder self-attention over ``<s> words </s>`` (the chart parser has no decoder)."""
     tokens = ["<s>", *result.words, "</s>"]
-    return [AttentionView("encoder", tokens, tokens, result.maps or [], TITLES["encoder"], AXES["encoder"])]
+    return [ENCODER_WORDS.view(tokens, tokens, result.maps or [])]
 
 
 def chart_record(words: list[str], chart: SpanChart) -> dict:
@@ -88,32 +90,26 @@ def chart_record(words: list[str], chart: SpanChart) -> dict:
     return {"words": words, "best": best, "labels": labels, "in_tree": [[i, j - 1] for i, j in chart.in_tree]}
 
 
-def _rounded(t: torch.Tensor) -> list:
-    return t.double().round(decimals=4).tolist()
-
-
-def record(e: Explored) -> dict:
-    """The JSON record of one parse (see the module docstring)."""
+def explained(e: Explored) -> Explained:
+    """One parse as the core's `Explained` (see the module docstring)."""
     r = e.result
     src, tgt = [*r.words, "</s>"], [*r.symbols, *(["</s>"] if r.finished else [])]
-    out = (
+    fields = (
         attention_record(e.index, src, tgt, r.attention, r.score)
         if r.attention is not None
         else {"id": e.index, "src": src, "tgt": tgt, "attention": None, "score": r.score}
     )
     text = str(r.tree)
-    out.update(source=e.source, text=text, tree=text, svg=tree_svg(r.tree), repaired=r.repaired,
-               nbest=[{"text": text, "score": round(r.score, 4), "finished": r.finished}])  # fmt: skip
+    fields.update(tree=text, svg=tree_svg(r.tree), repaired=r.repaired)
     if isinstance(r, ChartResult) and r.chart is not None:
-        out["chart"] = chart_record(r.words, r.chart)
-    if e.views:
-        out["maps"] = {v.kind: {"rows": v.rows, "cols": v.cols, "layers": [_rounded(w) for w in v.layers]} for v in e.views}
-    return out
+        fields["chart"] = chart_record(r.words, r.chart)
+    return Explained(e.source, text, e.views, [{"text": text, "score": round(r.score, 4), "finished": r.finished}], fields=fields)
 
 
-def records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
-    return [record(e) for e in explore(loaded, lines, options.decode)]
+def record(e: Explored) -> dict:
+    """The JSON record of one parse (see the module docstring)."""
+    return record_json(e.index, explained(e))
 
 
-def views(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list[AttentionView]]:
-    return [e.views for e in explore(loaded, lines, options.decode)]
+def explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[Explained]:
+    return [explained(e) for e in explore(loaded, lines, options.decode)]

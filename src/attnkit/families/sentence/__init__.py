@@ -23,6 +23,6 @@ FAMILY = Family(
     name="classification", kinds=("sase",), run_schema=SentenceRun, api=API, task=ClassificationTask,
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
-    records=explore.records, views=explore.views, info=lambda loaded: {}, attribution=explore.score_function,
+    explain=explore.explain, attention_kinds=explore.KINDS, info=lambda loaded: {}, attribution=explore.score_function,
     starter=starter.STARTER, presets=Path(__file__).parent / "presets",
 )  # fmt: skip

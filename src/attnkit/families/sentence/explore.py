@@ -6,8 +6,9 @@ an `AttentionView` of kind `hops`: one layer of one head, (1, R, n), the queries
 writes `hops/layer1` (1, R, n), and `report`, `plot --view` and the `/attention` page of `serve` draw
 it as any kind. A sentence-pair model (``premise<TAB>hypothesis``) adds `hops2`, the hypothesis's A.
 The views' note is the class the model chose and the probabilities (the page shows it; the maps do
-not). A model without attention pooling has no maps. `records` are the report's (and the classify
-page's) records with the same maps added.
+not). A model without attention pooling has no maps. `explain` gives each line's `Explained`: the
+common record (`source` the text, `text` the class) with the class probabilities as `probs`, which the
+family's renderer draws as bars above the hops.
 
 `score_function` is the family's `Family.attribution`: f(word embeddings (N, n, E)) = log p(c | x) (N,)
 (`class_score`), c the predicted class or `--attribute-target c`, over the premise's word embeddings (what the
@@ -27,11 +28,12 @@ from attnkit.analysis.attribution import embeddings_replaced
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import ExploreOptions
-from attnkit.families.sentence.api import classification_record
 from attnkit.families.sentence.infer import ClassifyResult, classify_texts, model_inputs
-from attnkit.viz.plot import AttentionView
+from attnkit.viz.attention_view import AttentionKind, AttentionView, Explained
 
-TITLES = {"hops": "attention hops", "hops2": "attention hops of the second sentence"}
+HOPS = AttentionKind("hops", "attention hops", ("words", "hops"), "readout")
+HOPS2 = AttentionKind("hops2", "attention hops of the second sentence", ("words", "hops"), "readout")
+KINDS = (HOPS, HOPS2)  # the kinds of a classifier's views (`Family.attention_kinds`)
 
 
 def note(result: ClassifyResult) -> str:
@@ -44,25 +46,17 @@ def note(result: ClassifyResult) -> str:
 def hop_views(result: ClassifyResult) -> list[AttentionView]:
     """The hops of one classified text (and of its hypothesis) as views (module docstring)."""
     views = []
-    for kind, tokens, a in (("hops", result.tokens, result.attention), ("hops2", result.tokens2, result.attention2)):
+    for kind, tokens, a in ((HOPS, result.tokens, result.attention), (HOPS2, result.tokens2, result.attention2)):
         if a:  # [] without attention pooling, None without a second sentence
             weights = torch.tensor(a, dtype=torch.float32).unsqueeze(0)  # (1, R, n)
             rows = [f"hop {r}" for r in range(1, len(a) + 1)]
-            views.append(AttentionView(kind, rows, list(tokens), [weights], TITLES[kind], ("words", "hops"), note(result)))
+            views.append(kind.view(rows, list(tokens), [weights], note(result)))
     return views
 
 
-def views(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list[AttentionView]]:
-    return [hop_views(r) for r in classify_texts(loaded, list(lines))]
-
-
-def records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
-    """The classifier's records (`api.classification_record`) with `maps`: its views in the report's format."""
-    out = []
-    for i, (text, r) in enumerate(zip(lines, classify_texts(loaded, list(lines)))):
-        maps = {v.kind: {"rows": v.rows, "cols": v.cols, "layers": [w.double().round(decimals=4).tolist() for w in v.layers]} for v in hop_views(r)}
-        out.append({**classification_record(i, text, r), **({"maps": maps} if maps else {})})
-    return out
+def explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[Explained]:
+    """Per line: the text, its class, the hops and the class probabilities (module docstring)."""
+    return [Explained(text, r.label, hop_views(r), note=note(r), fields={"probs": r.probs}) for text, r in zip(lines, classify_texts(loaded, list(lines)))]
 
 
 def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int, logit: bool = False) -> Callable[[Tensor], Tensor]:

@@ -18,9 +18,10 @@ from attnkit.families.translation import attribute, codec, commands, demo, engin
 from attnkit.families.translation.api import API
 from attnkit.families.translation.config import TranslationRun
 from attnkit.families.translation.data import commands as data_commands
-from attnkit.families.translation.explore import explore, record
+from attnkit.families.translation.explore import KINDS, explained, explore
 from attnkit.families.translation.model import build
 from attnkit.families.translation.task import TranslationTask, load_data
+from attnkit.viz.attention_view import Explained
 
 
 def _task(run: TranslationRun, run_dir: Path, data_dir: str | None) -> TranslationTask:
@@ -31,12 +32,8 @@ def _init_task(run: TranslationRun, run_dir: Path, data_dir: str | None, vocabs:
     return TranslationTask(run, load_data(run, run_dir, data_dir, vocabs))
 
 
-def _records(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
-    return [record(e) for e in explore(loaded, lines, options.decode, words=options.words)]
-
-
-def _views(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[list]:
-    return [e.views for e in explore(loaded, lines, options.decode, words=options.words)]
+def _explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[Explained]:
+    return [explained(e) for e in explore(loaded, lines, options.decode, words=options.words)]
 
 
 def _info(loaded: LoadedRun) -> dict:
@@ -47,7 +44,7 @@ FAMILY = Family(
     name="translation", kinds=("transformer", "rnn"), run_schema=TranslationRun, api=API, task=_task,
     vocabs_to_json=codec.vocabs_to_json, vocabs_from_json=codec.vocabs_from_json, build=build,
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
-    records=_records, views=_views, info=_info, init_task=_init_task, data_commands=data_commands.add_data_commands,
+    explain=_explain, attention_kinds=KINDS, info=_info, init_task=_init_task, data_commands=data_commands.add_data_commands,
     attribution=attribute.score_function, engines={"ctranslate2": Engine(("ctranslate2",), engine.attach)},
     starter=starter.STARTER, presets=Path(__file__).parent / "presets", pairs=codec.encode_pairs,
 )  # fmt: skip

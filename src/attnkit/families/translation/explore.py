@@ -6,9 +6,9 @@ in the common format: encoder self-attention (source x source), decoder self-att
 decoder input) and encoder-decoder attention (output x source), per layer and head. `merge_words` turns subword maps into word maps (`viz.words.merge_matrix`:
 the weights of a word's pieces are summed over keys, so rows still sum to 1, and averaged over queries).
 
-A translation record (`record`) extends the attention JSONL format of `viz.export` (`id`, `src`, `tgt`,
-`attention`, `score`) with `source`, `text`, `nbest` and `maps`:
-`{kind: {"rows": [query tokens], "cols": [key tokens], "layers": [[[[w]]]] (layer, head, row, col)}}`.
+`explained` gives the core's `Explained` of a translation (`viz.attention_view`); its record (`record`,
+through `viz.records`) is the attention JSONL format of `viz.export` (`id`, `src`, `tgt`, `attention`,
+`score`) plus the common `source`, `text`, `nbest` and `maps`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import torch
-from torch import Tensor
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
@@ -25,12 +24,12 @@ from attnkit.data.vocab import SPECIALS
 from attnkit.families.translation.codec import Vocabs
 from attnkit.families.translation.teacher_forced import Maps, step_attention, teacher_forced
 from attnkit.families.translation.translate import Translation, translate_run
+from attnkit.viz.attention_view import CROSS, DECODER_SELF, ENCODER, AttentionView, Explained
 from attnkit.viz.export import attention_record
-from attnkit.viz.plot import AttentionView
+from attnkit.viz.records import record_json
 from attnkit.viz.words import merge_matrix
 
-TITLES = {"encoder": "encoder self-attention", "decoder_self": "decoder self-attention", "cross": "encoder-decoder attention"}
-AXES = {"encoder": ("source (keys)", "source (queries)"), "decoder_self": ("decoder input", "output"), "cross": ("source", "output")}
+KINDS = (ENCODER, DECODER_SELF, CROSS)  # the kinds of a translation's views (`Family.attention_kinds`)
 WORD_START = "\u2581"  # SentencePiece's word-start mark (and the char tokenizer's space)
 
 
@@ -78,7 +77,7 @@ def attention_views(best: Translation, maps: Maps) -> list[AttentionView]:
     """A hypothesis' attention maps (`forced_maps`) as views, with their row and column labels."""
     labels = {"encoder": (best.src_pieces, best.src_pieces), "decoder_self": (best.tgt_pieces, ["<s>"] + best.tgt_pieces[:-1]),
               "cross": (best.tgt_pieces, best.src_pieces)}  # fmt: skip
-    return [AttentionView(kind, rows, cols, maps[kind], TITLES[kind], AXES[kind]) for kind, (rows, cols) in labels.items() if kind in maps]
+    return [k.view(*labels[k.name], maps[k.name]) for k in KINDS if k.name in maps]
 
 
 def word_groups(pieces: list[str]) -> list[list[int]]:
@@ -109,18 +108,17 @@ def merge_words(e: Explored) -> Explored:
     return replace(e, nbest=[best, *e.nbest[1:]], views=views)
 
 
-def _rounded(t: Tensor) -> list:
-    return t.double().round(decimals=4).tolist()
+def explained(e: Explored) -> Explained:
+    """An explanation as the core's `Explained`: its fields the `viz.export` format (`id`, `src`, `tgt`, `attention`, `score`)."""
+    best = e.nbest[0]
+    if best.attention is None:
+        fields = {"id": e.index, "src": best.src_pieces, "tgt": best.tgt_pieces, "attention": None, "score": best.score}
+    else:
+        fields = attention_record(e.index, best.src_pieces, best.tgt_pieces, best.attention, best.score)
+    nbest = [{"text": h.text, "score": round(h.score, 4), "finished": h.finished} for h in e.nbest]
+    return Explained(e.source, best.text, e.views, nbest, fields=fields)
 
 
 def record(e: Explored) -> dict:
     """The JSON record of an explanation (the `viz.export` format plus text, n-best and maps)."""
-    best = e.nbest[0]
-    if best.attention is None:
-        out = {"id": e.index, "src": best.src_pieces, "tgt": best.tgt_pieces, "attention": None, "score": best.score}
-    else:
-        out = attention_record(e.index, best.src_pieces, best.tgt_pieces, best.attention, best.score)
-    out.update(source=e.source, text=best.text, nbest=[{"text": h.text, "score": round(h.score, 4), "finished": h.finished} for h in e.nbest])
-    if e.views:
-        out["maps"] = {v.kind: {"rows": v.rows, "cols": v.cols, "layers": [_rounded(w) for w in v.layers]} for v in e.views}
-    return out
+    return record_json(e.index, explained(e))

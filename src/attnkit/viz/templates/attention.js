@@ -1,14 +1,13 @@
 // Attention views shared by the static report (inlined) and the web UI (served): plain JavaScript,
-// no dependencies. A record is the common JSON of docs/explorer.md (source, text, n-best,
-// maps); `AttnView.render(container, record)` draws one as a card (`card`). A model family whose
-// records carry more sets `AttnView.render` in its renderer script (`Api.renderer`), built from the
-// helpers returned here; the core never asks which family a record comes from.
+// no dependencies. A record is the common JSON of docs/explorer.md (source, text, note, n-best,
+// maps; `attnkit.viz.records` writes it); `AttnView.render(container, record)` draws one as the
+// common card (`card`). A model family whose records carry more sets `AttnView.extend(card, record)`
+// in its renderer script (`Api.renderer`), which the card calls after its n-best list and before
+// the maps; the core never asks which family a record comes from. Every kind in `maps` is drawn,
+// under its `title` (its name when it has none): the page keeps no list of kinds.
 "use strict";
 
 const AttnView = (() => {
-  const KIND_NAMES = {cross: "encoder-decoder attention", encoder: "encoder self-attention", decoder_self: "decoder self-attention",
-                      self: "self-attention", hops: "attention hops", hops2: "attention hops of the second sentence",
-                      rollout: "attention rollout", rollout_encoder: "encoder rollout", flow: "attention flow"};
   const VIEWS = {heatmap: "heatmap", head: "head view", model: "model view"};
   const VIEW_CLASS = {heatmap: "attn-heatmap", head: "attn-headview", model: "attn-modelview"};
 
@@ -51,13 +50,20 @@ const AttnView = (() => {
     });
   }
 
+  const FIRST_KIND = "cross";  // the kind the view opens on when a record has it (as `plot --view`), else the first
+
+  // A kind's name on the page: its title in the record, else its own name.
+  function kindTitle(maps, kind) {
+    return (maps && maps[kind] && maps[kind].title) || kind.replace(/_/g, " ");
+  }
+
   // The interactive view of one record's maps: pick the kind, the view (heatmap, head view, model
   // view), the layer and the head. Short inputs also get token strips: hovering a query token shades
   // the key tokens by its row, hovering a key token shades the queries by its column. Each view can be
   // saved as PNG (the canvas) or SVG (the same drawing operations).
   function renderMaps(container, maps) {
-    const kinds = Object.keys(KIND_NAMES).filter((k) => maps[k]);
-    const kindLabel = select("attn-kind", kinds.map((k) => [k, KIND_NAMES[k]]), "attention");
+    const kinds = Object.keys(maps).sort((a, b) => (b === FIRST_KIND) - (a === FIRST_KIND));
+    const kindLabel = select("attn-kind", kinds.map((k) => [k, kindTitle(maps, k)]), "attention");
     const viewLabel = select("attn-view-pick", Object.entries(VIEWS), "view");
     const pickers = el("span", {class: "attn-pickers"});
     const topK = el("input", {class: "attn-topk", type: "number", min: "1", max: "50", value: "5", "aria-label": "lines per query"});
@@ -143,12 +149,13 @@ const AttnView = (() => {
 
   const METHOD_NAMES = {ig: "integrated gradients", ixg: "input \u00d7 gradient"};
 
-  // "cross/layer2" -> "encoder-decoder attention, layer 2 (head mean)"; "rollout" -> "attention rollout". Without a
-  // query row (`row` null: one output for every query, a classifier's hops) a layer's row is the mean of its rows too.
-  function comparedName(name, row) {
+  // "cross/layer2" -> "encoder-decoder attention, layer 2 (head mean)"; "rollout" -> "attention rollout" (the titles
+  // of the record's `maps`). Without a query row (`row` null: one output for every query, a classifier's hops) a
+  // layer's row is the mean of its rows too.
+  function comparedName(name, row, maps) {
     const [kind, layer] = name.split("/layer");
     const mean = row === null ? "mean over heads and queries" : "head mean";
-    return layer ? `${KIND_NAMES[kind] || kind}, layer ${layer} (${mean})` : KIND_NAMES[name] || name;
+    return layer ? `${kindTitle(maps, kind)}, layer ${layer} (${mean})` : kindTitle(maps, name);
   }
 
   // One row of per-token values as shaded cells: white to deep blue by |value| / the row's largest |value|.
@@ -164,18 +171,19 @@ const AttnView = (() => {
 
   // The attributions of one output (`record.attribution`, docs/explorer.md) beside the rows of attention
   // (each layer's head mean), rollout and flow that the same output reads, each row on its own scale,
-  // and the table of Kendall's tau-b between each of those rows and |attributions| (computed in Python).
-  function renderAttribution(container, a) {
+  // and the table of Kendall's tau-b between each of those rows and |attributions| (computed in Python); `maps`
+  // (the record's) name the rows.
+  function renderAttribution(container, a, maps) {
     const methods = Object.keys(a.scores), names = a.compared ? a.compared.names : [];
     const ig = a.ig ? ` (integrated gradients: ${a.ig.steps} steps, complete within ${(100 * a.ig.relative_error).toFixed(2)}%)` : "";
     const head = el("tr", {}, [el("th", {}), ...a.tokens.map((t) => el("th", {class: "attn-col-token", text: t}))]);
     const rows = [...methods.map((m) => heatRow(METHOD_NAMES[m] || m, a.scores[m], "attn-attr-method")),
-                  ...names.map((n, k) => heatRow(comparedName(n, a.row), a.compared.rows[k], "attn-attr-compared"))];
+                  ...names.map((n, k) => heatRow(comparedName(n, a.row, maps), a.compared.rows[k], "attn-attr-compared"))];
     const parts = [el("div", {class: "attn-attr-title", text: `attributions of ${a.output}${ig}`}),
                    el("div", {class: "attn-scroll"}, [el("table", {class: "attn-attr-rows"}, [head, ...rows])])];
     if (a.tau) {
       const th = [el("th", {text: "compared with |attributions|"}), ...methods.map((m) => el("th", {text: `Kendall \u03c4 (${METHOD_NAMES[m] || m})`}))];
-      const body = names.map((n, k) => el("tr", {"data-name": n}, [el("td", {text: comparedName(n, a.row)}),
+      const body = names.map((n, k) => el("tr", {"data-name": n}, [el("td", {text: comparedName(n, a.row, maps)}),
         ...methods.map((m) => el("td", {class: "attn-tau-value", text: a.tau[m][k] === null ? "\u2014" : a.tau[m][k].toFixed(3)}))]));
       parts.push(el("table", {class: "attn-tau"}, [el("tr", {}, th), ...body]));
     }
@@ -183,10 +191,10 @@ const AttnView = (() => {
   }
 
   // A record's card: its source, its output, its note (what the maps do not show: a classifier's class and
-  // probabilities), the n-best list with scores (when it has one), what `extra(card)` adds (a family's
-  // picture of the output), then the attention view of its maps and, with attributions, their view and
-  // tau table.
-  function card(container, record, extra) {
+  // probabilities), the n-best list with scores (when it has one), what the family's `AttnView.extend(card,
+  // record)` adds (its picture of the output: a tree, an image, class bars), then the attention view of its
+  // maps and, with attributions, their view and tau table.
+  function card(container, record) {
     const section = el("section", {class: "attn-card"});
     section.appendChild(el("div", {class: "attn-source", text: record.source}));
     if (record.text) section.appendChild(el("div", {class: "attn-output", text: record.text}));
@@ -199,12 +207,13 @@ const AttnView = (() => {
       }
       section.appendChild(el("details", {}, [el("summary", {text: `${record.nbest.length}-best list`}), nbest]));
     }
-    if (extra) extra(section);
+    api.extend(section, record);
     if (record.maps) renderMaps(section, record.maps);
-    if (record.attribution) renderAttribution(section, record.attribution);
+    if (record.attribution) renderAttribution(section, record.attribution, record.maps);
     container.appendChild(section);
     return section;
   }
 
-  return {el, select, meanOverHeads, shade, tokenStrip, setWeights, renderMaps, renderAttribution, card, render: card};
+  const api = {el, select, meanOverHeads, shade, tokenStrip, setWeights, renderMaps, renderAttribution, card, render: card, extend: () => {}};
+  return api;
 })();

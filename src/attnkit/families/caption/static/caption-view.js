@@ -1,4 +1,4 @@
-// How a caption shows on the report (`AttnView.render`): the common card with the attention figure
+// How a caption shows on the report (`AttnView.extend`): the common card with the attention figure
 // over the image: the input image, then one panel per output word, the image with that word's
 // attention overlaid (record.image, record.overlays[t].src: data URIs made by the family, so the
 // report stays offline).
@@ -14,5 +14,5 @@
     container.appendChild(strip);
   }
 
-  AttnView.render = (container, record) => AttnView.card(container, record, (card) => { if (record.overlays) renderOverlays(card, record); });
+  AttnView.extend = (card, record) => { if (record.overlays) renderOverlays(card, record); };
 })();

@@ -1,5 +1,5 @@
-// How a parse shows on the report (`AttnView.render`): the common card with the tree drawn under its
-// bracketed form. The drawing (record.svg, made by `families.parse.draw`) loads as an image from a
+// How a parse shows on the report and the parse page (`AttnView.extend`): the common card with the tree
+// drawn under its bracketed form (and a line when the parse was repaired: cut at the step limit). The drawing (record.svg, made by `families.parse.draw`) loads as an image from a
 // data URI, so no markup of the record enters the page itself and the report stays offline.
 // A chart parse (record.chart) also shows its span chart: row i, column j is the span of words
 // i..j, shaded by how much its best label's score beats the empty label's (sigmoid of the
@@ -30,8 +30,9 @@
                                       el("div", {class: "attn-scroll"}, [table])]);
   }
 
-  AttnView.render = (container, record) => AttnView.card(container, record, (card) => {
+  AttnView.extend = (card, record) => {
+    if (record.repaired) card.appendChild(AttnView.el("div", {class: "attn-note", text: "repaired: cut at the step limit"}));
     if (record.svg) card.appendChild(renderTree(record));
     if (record.chart) card.appendChild(renderChart(record.chart));
-  });
+  };
 })();
