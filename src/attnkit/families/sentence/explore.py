@@ -4,9 +4,13 @@
 an `AttentionView` of kind `hops`: one layer of one head, (1, R, n), the queries the hops ("hop 1" ..
 "hop r") and the keys the words the model read, A as the model computed it. So `attnkit attention`
 writes `hops/layer1` (1, R, n), and `report`, `plot --view` and the `/attention` page of `serve` draw
-it as any kind. A sentence-pair model (``premise<TAB>hypothesis``) adds `hops2`, the hypothesis's A.
+it as any kind. A sentence-pair model (``premise<TAB>hypothesis``) adds `hops2`, the hypothesis's A; a
+Transformer encoder (`model.encoder: transformer`) adds `encoder`, its layers' self-attention over the
+words (heads, n, n), which `attnkit attention` rolls out (and flows) as any encoder's. The output a
+classifier explains reads the first view's rows: the hops' mean, or, with mean pooling over a
+Transformer, the mean of the last layer's rows (as the pooled vector is the mean of H).
 The views' note is the class the model chose and the probabilities (the page shows it; the maps do
-not). A model without attention pooling has no maps. `records` are the report's (and the classify
+not). A bi-LSTM (or bag of embeddings) without attention pooling has no maps. `records` are the report's (and the classify
 page's) records with the same maps added.
 
 `score_function` is the family's `Family.attribution`: f(word embeddings (N, n, E)) = log p(c | x) (N,)
@@ -31,7 +35,7 @@ from attnkit.families.sentence.api import classification_record
 from attnkit.families.sentence.infer import ClassifyResult, classify_texts, model_inputs
 from attnkit.viz.plot import AttentionView
 
-TITLES = {"hops": "attention hops", "hops2": "attention hops of the second sentence"}
+TITLES = {"hops": "attention hops", "hops2": "attention hops of the second sentence", "encoder": "encoder self-attention"}
 
 
 def note(result: ClassifyResult) -> str:
@@ -49,6 +53,8 @@ def hop_views(result: ClassifyResult) -> list[AttentionView]:
             weights = torch.tensor(a, dtype=torch.float32).unsqueeze(0)  # (1, R, n)
             rows = [f"hop {r}" for r in range(1, len(a) + 1)]
             views.append(AttentionView(kind, rows, list(tokens), [weights], TITLES[kind], ("words", "hops"), note(result)))
+    if result.encoder:
+        views.append(AttentionView("encoder", list(result.tokens), list(result.tokens), result.encoder, TITLES["encoder"], ("words", "words"), note(result)))
     return views
 
 
