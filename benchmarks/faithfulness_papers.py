@@ -199,7 +199,7 @@ def jain_wallace(args: argparse.Namespace) -> dict:
     bins = {}
     for lo, hi in zip(MAX_ATTENTION_BINS, MAX_ATTENTION_BINS[1:]):
         inside = [t for t, top in tvds if lo <= top < hi or (hi == 1.0 and top == 1.0)]
-        bins[f"{lo:.2f}-{hi:.2f}"] = {"texts": len(inside), "median_tvd": round(statistics.median(inside), 4) if inside else None}
+        bins[f"{lo:.0%}-{hi:.0%}"] = {"texts": len(inside), "median_tvd": round(statistics.median(inside), 4) if inside else None}
     uniform = open_source(args.uniform)
     right = {"attention": accuracy(loaded, dev), "uniform": accuracy(uniform, dev)}  # the whole dev set
     return {
