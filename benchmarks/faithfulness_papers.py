@@ -27,21 +27,27 @@ last layer's raw attention, of rollout and of flow against leave-one-out (their 
 attention.
 
 Both print one JSON line and write it to DIR/<jw|az>.json, beside `attnkit faithfulness`'s own
-outputs in DIR/faithfulness (ERASER comprehensiveness and sufficiency, deletion curves).
+outputs in DIR/faithfulness (ERASER comprehensiveness and sufficiency, deletion curves). The line
+records the command, the attnkit runs' configs (data, model, train), the CPU (as `attnkit doctor`
+names it) and the date; no timing (the figures are accuracies and correlations, whatever the machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
+import shlex
 import statistics
+import sys
 from pathlib import Path
 
 import torch
 
 from attnkit.analysis.correlation import kendall_tau
 from attnkit.io import atomic_write_text
+from attnkit.precision import cpu_model
 from attnkit.sources import open_source
 from attnkit.sources.faithfulness import EXAMPLES, Settings, run_faithfulness
 
@@ -91,6 +97,17 @@ def correlations(outs: list[dict], pairs: list[tuple[str, str]], absolute: set[s
         return [abs(v) for v in o["scores"][name]] if name in absolute else o["scores"][name]
 
     return {f"{a} vs {b}": summary([measure(get(o, a), get(o, b)) for o in outs if len(o["tokens"]) >= 2]) for a, b in pairs}
+
+
+def config(source) -> dict | None:
+    """An attnkit run's data, model and train sections as it trained (None for a Hugging Face model)."""
+    return source.loaded.run.model_dump(mode="json", include={"data", "model", "train"}) if source.kind == "run" else None
+
+
+def measured() -> dict:
+    """The command as typed, the CPU (`attnkit doctor`'s name for it) and the date."""
+    command = shlex.join(["benchmarks/faithfulness_papers.py", *sys.argv[1:]])
+    return {"command": command, "cpu": cpu_model(), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def tau(x: list[float], y: list[float]) -> float:
@@ -147,6 +164,20 @@ def dev_examples(loaded, dev: str | None) -> list:
     return read_eval_file(loaded, dev) if dev else classify_splits(loaded.run.data)[1]
 
 
+def split_name(loaded, dev: str | None) -> str:
+    """What `dev_examples` read, in words."""
+    from attnkit.families.sentence.corpus import classify_files
+
+    d = loaded.run.data
+    if dev:
+        return dev
+    if d.corpus == "sst":
+        return f"{classify_files(d)[1]} (the dev trees' sentences: the run's validation split)"
+    if d.corpus == "snli" and d.train is None:
+        return f"the {d.dev_fraction:.0%} of the premises of {classify_files(d)[0]} the run held out of training (its validation split)"
+    return f"{d.valid} (the run's validation split)"
+
+
 def jain_wallace(args: argparse.Namespace) -> dict:
     source = open_source(args.run)
     loaded = source.loaded
@@ -169,11 +200,13 @@ def jain_wallace(args: argparse.Namespace) -> dict:
     bins = {}
     for lo, hi in zip(MAX_ATTENTION_BINS, MAX_ATTENTION_BINS[1:]):
         inside = [t for t, top in tvds if lo <= top < hi or (hi == 1.0 and top == 1.0)]
-        bins[f"{lo:.2f}-{hi:.2f}"] = {"texts": len(inside), "median_tvd": round(statistics.median(inside), 4) if inside else None}
-    right = {"attention": accuracy(loaded, dev), "uniform": accuracy(open_source(args.uniform).loaded, dev)}  # the whole dev set
+        bins[f"{lo:.0%}-{hi:.0%}"] = {"texts": len(inside), "median_tvd": round(statistics.median(inside), 4) if inside else None}
+    uniform = open_source(args.uniform)
+    right = {"attention": accuracy(loaded, dev), "uniform": accuracy(uniform.loaded, dev)}  # the whole dev set
     return {
-        "paper": "Jain & Wallace 2019; Wiegreffe & Pinter 2019", "run": args.run, "uniform_run": args.uniform,
-        "dev": args.dev or "the run's validation split", "dev_examples": len(dev), "texts": len(examples),
+        "paper": "Jain & Wallace 2019; Wiegreffe & Pinter 2019", **measured(), "run": args.run, "uniform_run": args.uniform,
+        "run_config": config(source), "uniform_config": config(uniform),
+        "dev": split_name(loaded, args.dev), "dev_examples": len(dev), "texts": len(examples),
         "kendall_tau": correlations(outs, pairs, {"ixg", "loo"}, tau), "kendall_tau_by_predicted_class": by_label,
         "permutation": {"permutations": args.permutations, "mean_of_median_tvd": round(statistics.fmean(t for t, _ in tvds), 4),
                         "median_of_median_tvd": round(statistics.median(t for t, _ in tvds), 4), "by_max_attention": bins},
@@ -183,15 +216,16 @@ def jain_wallace(args: argparse.Namespace) -> dict:
 
 
 def abnar_zuidema(args: argparse.Namespace) -> dict:
-    loaded = open_source(args.source)
+    source = open_source(args.source)
     out = Path(args.out)
     settings = Settings(methods=("attention", "rollout", "flow", "ixg", "loo", "random"), text_column=args.text_column, text2_column=args.text2_column)
-    run_faithfulness(loaded, args.source, args.data, out / "faithfulness", settings, args.limit)
+    run_faithfulness(source, args.source, args.data, out / "faithfulness", settings, args.limit)
     outs = outputs(out / "faithfulness")
     last = [name for name in outs[0]["scores"] if "/layer" in name][-1]
     pairs = [(m, ref) for ref in ("loo", "ixg") for m in (last, "rollout", "flow", "random")]
     return {
-        "paper": "Abnar & Zuidema 2020", "source": args.source, "data": args.data, "outputs": len(outs), "raw_attention": last,
+        "paper": "Abnar & Zuidema 2020", **measured(), "source": args.source, "source_config": config(source), "data": args.data,
+        "outputs": len(outs), "raw_attention": last,
         "spearman": correlations(outs, pairs, {"ixg"}, spearman), "kendall_tau": correlations(outs, pairs, {"ixg"}, tau),
     }  # fmt: skip
 

@@ -54,3 +54,57 @@ def test_the_jain_wallace_table(one_hop_runs, tmp_path, monkeypatch, capsys):
     base = doc["uniform_baseline"]
     assert base["difference"] == pytest.approx(base["accuracy_attention"] - base["accuracy_uniform"])
     assert (tmp_path / "o" / "faithfulness" / "faithfulness.json").is_file()
+
+
+def test_correlations_per_pair_by_hand():
+    outs = [
+        {"tokens": ["a", "b", "c"], "scores": {"att": [0.1, 0.5, 0.4], "ixg": [-3.0, 1.0, 2.0]}},  # |ixg| orders every pair the other way
+        {"tokens": ["a", "b", "c"], "scores": {"att": [0.1, 0.5, 0.4], "ixg": [1.0, 5.0, -4.0]}},  # |ixg| orders every pair the same way
+        {"tokens": ["a"], "scores": {"att": [1.0], "ixg": [2.0]}},  # one token: no ranking to compare
+    ]
+    got = bench.correlations(outs, [("att", "ixg")], {"ixg"}, bench.tau)
+    assert got == {"att vs ixg": {"mean": 0.0, "std": round(math.sqrt(2.0), 4), "n": 2}}
+    signed = bench.correlations(outs[1:2], [("att", "ixg")], set(), bench.tau)  # signed: 5 > 1 > -4 against 0.5 > 0.4 > 0.1
+    assert signed["att vs ixg"]["mean"] == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_the_permutation_experiment_by_hand(one_hop_runs):
+    """One permutation: the output of M = (A permuted) H through the classifier, against the model's own output."""
+    loaded = open_source(str(one_hop_runs[0]))
+    text = "t1 t2 t3 t4 t5"
+    tvd, top = bench.permutation_tvd(loaded, text, permutations=1, seed=7)
+    model = loaded.model
+    tokens, keep = model_inputs(loaded, text)
+    perm = torch.randperm(5, generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        h = model.lstm(model.embedding(tokens))[0]  # (1, 5, 2u)
+        _, a = model.attention(h, keep)  # (1, 1, 5)
+        p = model.classifier((a @ h).flatten(1)).double().softmax(-1)  # (1, C)
+        q = model.classifier((a[..., perm] @ h).flatten(1)).double().softmax(-1)  # (1, C)
+    assert tvd == pytest.approx(0.5 * float((q - p).abs().sum()), abs=1e-6)
+    assert top == pytest.approx(float(a.max()))
+
+
+def test_the_abnar_zuidema_check_on_a_transformer_sentence_classifier(tiny_sase_maker, tmp_path, monkeypatch, capsys):
+    run = tiny_sase_maker(tmp_path / "az", encoder="transformer", pooling="mean", layers=2, heads=2, d_ff=16)
+    data = tmp_path / "dev.tsv"
+    data.write_text("text\tlabel\nt1 t2 t3\tpos\nt4 t5 t6 t7\tneg\n", encoding="utf-8")
+    monkeypatch.setattr(sys, "argv", ["fp", "az", str(run), "--data", str(data), "--out", str(tmp_path / "o")])
+    bench.main()
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["raw_attention"] == "encoder/layer2" and doc["outputs"] == 2
+    assert all(v["n"] == 2 and -1.0 <= v["mean"] <= 1.0 for v in doc["kendall_tau"].values())
+    # rollout of the mean-pooled output: the mean row of A'_2 A'_1, A'_l = the head mean with the residual
+    loaded = open_source(str(run))
+    with torch.no_grad():
+        maps = loaded.model(*model_inputs(loaded, "t1 t2 t3"), need_weights=True).encoder  # (1, heads, 3, 3) per layer
+    from attnkit.analysis.rollout import with_residual
+
+    a1, a2 = (with_residual(w[0].mean(0)) for w in maps)
+    first = bench.outputs(tmp_path / "o" / "faithfulness")[0]
+    torch.testing.assert_close(torch.tensor(first["scores"]["rollout"], dtype=torch.float64), (a2 @ a1).mean(0).double(), atol=1e-6, rtol=0)
+    want = bench.spearman(first["scores"]["rollout"], first["scores"]["loo"])
+    second = bench.outputs(tmp_path / "o" / "faithfulness")[1]
+    assert doc["spearman"]["rollout vs loo"]["mean"] == pytest.approx(
+        (want + bench.spearman(second["scores"]["rollout"], second["scores"]["loo"])) / 2, abs=1e-4
+    )

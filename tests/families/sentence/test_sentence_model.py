@@ -23,6 +23,8 @@ OPTIONS = {
     "bilstm-last": dict(encoder="bilstm", pooling="last"),
     "bag-of-embeddings": dict(encoder="none", pooling="mean"),
     "embeddings-attention": dict(encoder="none", pooling="attention"),
+    "transformer-mean": dict(encoder="transformer", pooling="mean", heads=2, d_ff=16, encoder_dropout=0.0),
+    "transformer-attention": dict(encoder="transformer", pooling="attention", heads=2, d_ff=16, encoder_dropout=0.0),
 }
 
 
@@ -98,6 +100,44 @@ def test_shapes_of_the_sentence_matrix_and_pooled_vectors():
     assert out.attention.shape == (3, SIZES["r"], 5)  # A (B, r, n)
     assert tiny(pooling="mean")(tokens, keep).embedding.shape == (3, 2 * SIZES["u"])
     assert tiny(encoder="none", pooling="mean")(tokens, keep).embedding.shape == (3, SIZES["embed_dim"])
+
+
+def test_transformer_encoder_returns_each_layers_attention_rows_summing_to_one_over_the_words():
+    tokens, keep = pad_ids(SENTENCES)  # (3, 5)
+    model = tiny(**OPTIONS["transformer-mean"], layers=3)
+    with torch.no_grad():
+        out = model(tokens, keep, need_weights=True)
+        plain = model(tokens, keep)
+    assert out.embedding.shape == (3, SIZES["embed_dim"]) and plain.encoder == []
+    torch.testing.assert_close(out.logits, plain.logits)  # the weights are read, not changed
+    assert len(out.encoder) == 3 and all(w.shape == (3, 2, 5, 5) for w in out.encoder)  # (B, heads, S, S) per layer
+    for w in out.encoder:
+        torch.testing.assert_close(w.sum(-1), torch.ones(3, 2, 5))
+        assert (w.masked_fill(keep[:, None, None, :], 0.0) == 0).all()  # no weight on padding
+    with pytest.raises(ValueError, match=r"heads \(3\) must divide embed_dim \(8\)"):
+        tiny(encoder="transformer", heads=3)
+
+
+def test_transformer_encoder_learns_the_keyword_task():
+    g = torch.Generator().manual_seed(0)
+    model = SelfAttentiveClassifier(vocab_size=26, num_classes=2, embed_dim=16, mlp_hidden=32, dropout=0.0, encoder="transformer",
+                                    pooling="mean", layers=1, heads=2, d_ff=32, encoder_dropout=0.0)  # fmt: skip
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
+    tokens, keep, labels, _ = keyword_batch(300, g)
+    with torch.no_grad():
+        before = model.loss(model(tokens, keep), labels, coef=0.0).item()
+    model.train()
+    for _ in range(60):
+        t, k, y, _ = keyword_batch(64, g)
+        loss = model.loss(model(t, k), y, coef=0.0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        out = model(tokens, keep)
+    accuracy = (out.logits.argmax(-1) == labels).float().mean().item()
+    assert model.loss(out, labels, coef=0.0).item() < before / 2 and accuracy >= 0.95, (before, accuracy)
 
 
 def test_mean_and_last_baselines_recomputed_by_hand():

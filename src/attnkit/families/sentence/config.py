@@ -52,6 +52,8 @@ class Sase(Strict):
     bag-of-embeddings baseline, `pooling: last` the last-state bi-LSTM baseline. `pair` embeds
     (premise, hypothesis) pairs (SNLI). `word_dropout` replaces training words by <unk> with that
     probability; `word_vectors` initialises the embedding from a word2vec/GloVe text file.
+    `encoder: transformer` replaces the bi-LSTM by `layers` pre-norm Transformer encoder layers of
+    width embed_dim (`heads`, `d_ff`, `encoder_dropout`), whose self-attention maps rollout and flow read.
     """
 
     kind: Literal["sase"]
@@ -63,20 +65,26 @@ class Sase(Strict):
     coef: float = Field(1.0, ge=0.0)
     dropout: float = Field(0.5, ge=0.0, lt=1.0)
     word_dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    encoder: Literal["bilstm", "none"] = "bilstm"
+    encoder: Literal["bilstm", "transformer", "none"] = "bilstm"
     pooling: Literal["attention", "mean", "last"] = "attention"
     pair: Literal["none", "factor", "concat"] = "none"
     word_vectors: str | None = None
+    layers: PositiveInt = 2
+    heads: PositiveInt = 4
+    d_ff: PositiveInt = 600
+    encoder_dropout: float = Field(0.1, ge=0.0, lt=1.0)
 
     @property
     def width(self) -> int:
-        """2u, the bi-LSTM's output width (the width the Noam schedule scales with)."""
-        return 2 * self.u
+        """The width of H (the width the Noam schedule scales with): 2u after the bi-LSTM, else embed_dim."""
+        return 2 * self.u if self.encoder == "bilstm" else self.embed_dim
 
     @model_validator(mode="after")
     def _pooling(self) -> Sase:
         if self.pooling == "last" and self.encoder != "bilstm":
             raise ValueError("pooling 'last' takes the bi-LSTM's final states and needs encoder 'bilstm'")
+        if self.encoder == "transformer" and self.embed_dim % self.heads:
+            raise ValueError(f"encoder 'transformer': heads ({self.heads}) must divide embed_dim ({self.embed_dim})")
         return self
 
 

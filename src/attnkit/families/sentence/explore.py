@@ -4,11 +4,15 @@
 an `AttentionView` of kind `hops`: one layer of one head, (1, R, n), the queries the hops ("hop 1" ..
 "hop r") and the keys the words the model read, A as the model computed it. So `attnkit attention`
 writes `hops/layer1` (1, R, n), and `report`, `plot --view` and the `/attention` page of `serve` draw
-it as any kind. A sentence-pair model (``premise<TAB>hypothesis``) adds `hops2`, the hypothesis's A.
+it as any kind. A sentence-pair model (``premise<TAB>hypothesis``) adds `hops2`, the hypothesis's A; a
+Transformer encoder (`model.encoder: transformer`) adds `encoder`, its layers' self-attention over the
+words (heads, n, n), which `attnkit attention` rolls out (and flows) as any encoder's. The output a
+classifier explains reads the first view's rows: the hops' mean, or, with mean pooling over a
+Transformer, the mean of the last layer's rows (as the pooled vector is the mean of H).
 The views' note is the class the model chose and the probabilities (the page shows it; the maps do
-not). A model without attention pooling has no maps. `explain` gives each line's `Explained`: the
-common record (`source` the text, `text` the class) with the class probabilities as `probs`, which the
-family's renderer draws as bars above the hops.
+not). A bi-LSTM (or bag of embeddings) without attention pooling has no maps. `explain` gives each
+line's `Explained`: the common record (`source` the text, `text` the class) with the class
+probabilities as `probs`, which the family's renderer draws as bars above the hops.
 
 `score_function` is the family's `Family.attribution`: f(word embeddings (N, n, E)) = log p(c | x) (N,)
 (`class_score`), c the predicted class or `--attribute-target c`, over the premise's word embeddings (what the
@@ -29,11 +33,11 @@ from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import ExploreOptions
 from attnkit.families.sentence.infer import ClassifyResult, classify_texts, model_inputs
-from attnkit.viz.attention_view import AttentionKind, AttentionView, Explained
+from attnkit.viz.attention_view import ENCODER, AttentionKind, AttentionView, Explained
 
 HOPS = AttentionKind("hops", "attention hops", ("words", "hops"), "readout")
 HOPS2 = AttentionKind("hops2", "attention hops of the second sentence", ("words", "hops"), "readout")
-KINDS = (HOPS, HOPS2)  # the kinds of a classifier's views (`Family.attention_kinds`)
+KINDS = (HOPS, HOPS2)  # the kinds of a classifier's views (`Family.attention_kinds`); `encoder` is the core's
 
 
 def note(result: ClassifyResult) -> str:
@@ -51,6 +55,8 @@ def hop_views(result: ClassifyResult) -> list[AttentionView]:
             weights = torch.tensor(a, dtype=torch.float32).unsqueeze(0)  # (1, R, n)
             rows = [f"hop {r}" for r in range(1, len(a) + 1)]
             views.append(kind.view(rows, list(tokens), [weights], note(result)))
+    if result.encoder:
+        views.append(ENCODER.view(list(result.tokens), list(result.tokens), result.encoder, note(result)))
     return views
 
 

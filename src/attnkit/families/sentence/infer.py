@@ -11,7 +11,7 @@ premise's (and `tokens2`, `attention2` the hypothesis's).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,8 @@ class ClassifyResult:
         attention: A, one row per hop, one weight per token (R x n); ``[]`` without attention pooling.
         tokens2: A sentence-pair model's hypothesis words (None for one sentence).
         attention2: The hypothesis's A (R x n2), as `attention` is the premise's (None for one sentence).
+        encoder: A Transformer encoder's self-attention over the (first) sentence's words, one
+            ``(heads, n, n)`` tensor per layer, first layer first (``[]`` for other encoders).
     """
 
     label: str
@@ -47,6 +49,7 @@ class ClassifyResult:
     attention: list[list[float]]
     tokens2: list[str] | None = None
     attention2: list[list[float]] | None = None
+    encoder: list[torch.Tensor] = field(default_factory=list)
 
 
 def tokenize(loaded: LoadedRun, text: str) -> list[str]:
@@ -107,13 +110,14 @@ def classify_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *,
     split = _split(loaded, texts, source, pair=loaded.run.model.pair != "none")
     results: list[ClassifyResult] = []
     for tokens, keep, tokens2, keep2 in _batches(loaded, split, batch_size):
-        output = loaded.model(tokens, keep, tokens2, keep2)
+        output = loaded.model(tokens, keep, tokens2, keep2, need_weights=True)
         probs = output.logits.float().softmax(dim=-1)  # (B, C)
         for row, p in enumerate(probs.tolist()):
             words, words2 = split[len(results)]
             a = [] if output.attention is None else output.attention[row, :, : len(words)].float().tolist()  # (R, n)
             a2 = None if words2 is None else [] if output.attention2 is None else output.attention2[row, :, : len(words2)].float().tolist()  # (R, n2)
-            results.append(ClassifyResult(labels[max(range(len(p)), key=p.__getitem__)], dict(zip(labels, p)), words, a, words2, a2))
+            layers = [w[row, :, : len(words), : len(words)].float().cpu() for w in output.encoder]  # (heads, n, n) each
+            results.append(ClassifyResult(labels[max(range(len(p)), key=p.__getitem__)], dict(zip(labels, p)), words, a, words2, a2, layers))
         if progress is not None:
             progress(len(probs))
     return results
@@ -128,7 +132,7 @@ def embed_texts(loaded: LoadedRun, texts: list[str], batch_size: int = 64, *, me
     """
     rows = []
     for tokens, keep, _, _ in _batches(loaded, _split(loaded, texts, source, pair=False), batch_size):
-        m, _ = loaded.model.embed(tokens, keep)  # (B, R, 2u) or (B, 2u)
+        m, _, _ = loaded.model.embed(tokens, keep)  # (B, R, 2u) or (B, 2u)
         if m.dim() == 3:
             m = m.mean(dim=1) if mean_hops else m.flatten(1)  # (B, 2u) or (B, R * 2u)
         rows.append(m.float().cpu().numpy())

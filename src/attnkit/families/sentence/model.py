@@ -14,6 +14,12 @@ module adds the word embedding, the packed bi-LSTM, the classifier and the basel
   embeddings) that is the bag-of-embeddings baseline.
 - ``pooling="last"`` takes the bi-LSTM's final states [h_fwd at the last real token; h_bwd at the
   first], the last-state baseline. It needs ``encoder="bilstm"``.
+- ``encoder="transformer"`` replaces the bi-LSTM by ``layers`` pre-norm layers of the Transformer
+  encoder (`attnkit.models.transformer.EncoderLayer`, Vaswani et al. 2017) over the word embeddings
+  plus sinusoidal positions, with a final LayerNorm: H (n, E). With ``need_weights`` each layer's
+  self-attention (B, heads, S, S) comes back in `SentenceOutput.encoder`, the layers that attention
+  rollout and flow compose (Abnar & Zuidema 2020). The embeddings are not scaled by sqrt(E): they
+  start at unit variance (nn.Embedding's N(0, 1)), the scale the paper's scaling gives its.
 
 Sentence pairs (entailment, the paper's appendix): premise and hypothesis go through the same
 encoder. ``pair="factor"`` is the paper's multiplicative interaction per hop i,
@@ -25,7 +31,7 @@ v (hypothesis). A pooled vector counts as one hop.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -34,14 +40,16 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attnkit.attention.positional import SinusoidalPositionalEncoding
 from attnkit.attention.structured import StructuredSelfAttention, frobenius_penalty
 from attnkit.data.text import iter_text_lines
 from attnkit.errors import DataError
 from attnkit.families.sentence.codec import SentenceVocabs
 from attnkit.families.sentence.config import SentenceRun
 from attnkit.models.dropout import Dropout
+from attnkit.models.transformer import EncoderLayer
 
-Encoder = Literal["bilstm", "none"]
+Encoder = Literal["bilstm", "transformer", "none"]
 Pooling = Literal["attention", "mean", "last"]
 Pair = Literal["none", "factor", "concat"]
 
@@ -57,6 +65,8 @@ class SentenceOutput:
             (``(B, embed_dim)`` with ``encoder="none"``).
         attention2: A of the second sentence ``(B, R, S2)``, or ``None``.
         embedding2: Embedding of the second sentence, or ``None``.
+        encoder: Each Transformer layer's self-attention ``(B, heads, S, S)`` over the (first)
+            sentence, first layer first; empty without ``need_weights`` or ``encoder="transformer"``.
     """
 
     logits: Tensor
@@ -64,6 +74,7 @@ class SentenceOutput:
     embedding: Tensor
     attention2: Tensor | None = None
     embedding2: Tensor | None = None
+    encoder: list[Tensor] = field(default_factory=list)
 
 
 class SelfAttentiveClassifier(nn.Module):
@@ -82,12 +93,16 @@ class SelfAttentiveClassifier(nn.Module):
         mlp_hidden: Hidden units of the output MLP.
         dropout: Dropout before each layer of the output MLP.
         word_dropout: In training, replace each word by ``unk_id`` with this probability.
-        encoder: ``"bilstm"``, or ``"none"`` for H = the word embeddings.
+        encoder: ``"bilstm"``, ``"transformer"`` (module docstring), or ``"none"`` for H = the word embeddings.
         pooling: ``"attention"`` (the paper), ``"mean"`` or ``"last"`` (baselines).
         pair: ``"none"`` (one sentence), ``"factor"`` or ``"concat"`` (sentence pairs).
         d_f: Factor width of ``pair="factor"`` (default: the width of H).
         pad_id: Padding id; its embedding row stays zero.
         unk_id: Unknown-word id, for word dropout.
+        layers: Transformer encoder layers (``encoder="transformer"``).
+        heads: Attention heads per Transformer layer (they divide ``embed_dim``).
+        d_ff: Hidden width of each Transformer layer's feed-forward network.
+        encoder_dropout: Dropout inside the Transformer layers (after each sub-layer and on the inputs).
     """
 
     def __init__(
@@ -108,6 +123,10 @@ class SelfAttentiveClassifier(nn.Module):
         d_f: int | None = None,
         pad_id: int = 0,
         unk_id: int = 1,
+        layers: int = 2,
+        heads: int = 4,
+        d_ff: int = 600,
+        encoder_dropout: float = 0.1,
     ) -> None:
         super().__init__()
         for name, value, kind in (("encoder", encoder, Encoder), ("pooling", pooling, Pooling), ("pair", pair, Pair)):
@@ -119,6 +138,14 @@ class SelfAttentiveClassifier(nn.Module):
         self.word_dropout, self.unk_id = word_dropout, unk_id
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
         self.lstm = nn.LSTM(embed_dim, u, batch_first=True, bidirectional=True) if encoder == "bilstm" else None
+        self.layers = None
+        if encoder == "transformer":
+            if embed_dim % heads:
+                raise ValueError(f"encoder='transformer': heads ({heads}) must divide embed_dim ({embed_dim})")
+            self.positions = SinusoidalPositionalEncoding(embed_dim)
+            self.input_dropout = Dropout(encoder_dropout)
+            self.layers = nn.ModuleList(EncoderLayer(embed_dim, heads, d_ff, encoder_dropout, 0.0, pre_norm=True) for _ in range(layers))
+            self.final_norm = nn.LayerNorm(embed_dim)
         width = 2 * u if encoder == "bilstm" else embed_dim  # width of H
         self.attention = StructuredSelfAttention(width, d_a, r) if pooling == "attention" else None
         hops = r if pooling == "attention" else 1
@@ -136,21 +163,26 @@ class SelfAttentiveClassifier(nn.Module):
             Dropout(dropout), nn.Linear(mlp_hidden, num_classes),
         )  # fmt: skip
 
-    def embed(self, tokens: Tensor, keep: Tensor) -> tuple[Tensor, Tensor | None]:
+    def embed(self, tokens: Tensor, keep: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None, list[Tensor]]:
         """Embed a batch of sentences; padding never changes the result.
 
         Args:
             tokens: Word ids ``(B, S)``.
             keep: ``(B, S)``, True on real tokens; every row has at least one.
+            need_weights: Return the Transformer layers' self-attention (else an empty list).
 
         Returns:
-            ``(M (B, R, 2u), A (B, R, S))`` with attention pooling, else ``(pooled (B, 2u), None)``.
+            ``(M (B, R, 2u), A (B, R, S))`` with attention pooling, else ``(pooled (B, 2u), None)``; then each
+            Transformer layer's self-attention ``(B, heads, S, S)`` (`SentenceOutput.encoder`).
         """
         if self.training and self.word_dropout:
             drop = torch.rand(tokens.shape, device=tokens.device) < self.word_dropout  # (B, S)
             tokens = tokens.masked_fill(drop & keep, self.unk_id)  # (B, S)
         x = self.embedding(tokens)  # (B, S, E)
-        if self.lstm is None:
+        maps: list[Tensor] = []
+        if self.layers is not None:
+            (h, maps), last = self.transform(x, keep, need_weights), None  # (B, S, E)
+        elif self.lstm is None:
             h, last = x, None  # (B, S, E)
         else:
             lengths = keep.sum(dim=1).cpu()  # (B,)
@@ -160,14 +192,26 @@ class SelfAttentiveClassifier(nn.Module):
             last = torch.cat([h_n[0], h_n[1]], dim=-1)  # (B, 2u)
         match self.pooling:
             case "attention":
-                return self.attention(h, keep)  # (B, R, 2u), (B, R, S)
+                return *self.attention(h, keep), maps  # (B, R, 2u), (B, R, S)
             case "mean":
                 weights = keep.unsqueeze(-1).to(h.dtype)  # (B, S, 1)
-                return (h * weights).sum(dim=1) / weights.sum(dim=1), None  # (B, 2u)
+                return (h * weights).sum(dim=1) / weights.sum(dim=1), None, maps  # (B, 2u)
             case _:  # "last"
-                return last, None  # (B, 2u)
+                return last, None, maps  # (B, 2u)
 
-    def forward(self, tokens: Tensor, keep: Tensor, tokens2: Tensor | None = None, keep2: Tensor | None = None) -> SentenceOutput:
+    def transform(self, x: Tensor, keep: Tensor, need_weights: bool) -> tuple[Tensor, list[Tensor]]:
+        """The Transformer encoder over word embeddings x (B, S, E): (H (B, S, E), each layer's weights (B, heads, S, S))."""
+        x = self.input_dropout(self.positions(x))  # (B, S, E)
+        mask = keep[:, None, None, :]  # (B, 1, 1, S)
+        maps = []
+        for layer in self.layers:
+            x, weights = layer(x, mask, need_weights)  # (B, S, E), (B, heads, S, S) or None
+            if need_weights:
+                maps.append(weights)
+        return self.final_norm(x), maps  # (B, S, E)
+
+    def forward(self, tokens: Tensor, keep: Tensor, tokens2: Tensor | None = None, keep2: Tensor | None = None,
+                need_weights: bool = False) -> SentenceOutput:  # fmt: skip
         """Classify sentences, or (premise, hypothesis) pairs when the model has a pair mode.
 
         Args:
@@ -175,6 +219,7 @@ class SelfAttentiveClassifier(nn.Module):
             keep: ``(B, S)``, True on real tokens.
             tokens2: Hypothesis word ids ``(B, S2)``; required in pair mode, else not allowed.
             keep2: ``(B, S2)``, True on real hypothesis tokens.
+            need_weights: Also return the Transformer layers' self-attention of the (first) sentence.
 
         Returns:
             `SentenceOutput` with logits ``(B, C)``.
@@ -183,11 +228,11 @@ class SelfAttentiveClassifier(nn.Module):
             raise ValueError("pair='none': this model classifies single sentences, got a second one")
         if self.pair != "none" and (tokens2 is None or keep2 is None):
             raise ValueError(f"pair={self.pair!r}: needs the hypothesis (tokens2 and keep2)")
-        m, a = self.embed(tokens, keep)  # (B, R, 2u) or (B, 2u); (B, R, S) or None
+        m, a, maps = self.embed(tokens, keep, need_weights)  # (B, R, 2u) or (B, 2u); (B, R, S) or None
         if tokens2 is None:
-            return SentenceOutput(self.classifier(m.flatten(1)), a, m)  # logits (B, C)
-        m2, a2 = self.embed(tokens2, keep2)  # (B, R, 2u) or (B, 2u); (B, R, S2) or None
-        return SentenceOutput(self.classifier(self._pair_features(m, m2)), a, m, a2, m2)  # logits (B, C)
+            return SentenceOutput(self.classifier(m.flatten(1)), a, m, encoder=maps)  # logits (B, C)
+        m2, a2, _ = self.embed(tokens2, keep2)  # (B, R, 2u) or (B, 2u); (B, R, S2) or None
+        return SentenceOutput(self.classifier(self._pair_features(m, m2)), a, m, a2, m2, maps)  # logits (B, C)
 
     def _pair_features(self, m_p: Tensor, m_h: Tensor) -> Tensor:
         """MLP input for a premise embedding M_p and a hypothesis embedding M_h (module docstring)."""
@@ -286,4 +331,8 @@ def build(run: SentenceRun, vocabs: SentenceVocabs) -> SelfAttentiveClassifier:
         encoder=cfg.encoder,
         pooling=cfg.pooling,
         pair=cfg.pair,
+        layers=cfg.layers,
+        heads=cfg.heads,
+        d_ff=cfg.d_ff,
+        encoder_dropout=cfg.encoder_dropout,
     )
