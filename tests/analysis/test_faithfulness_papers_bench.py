@@ -70,7 +70,7 @@ def test_correlations_per_pair_by_hand():
 
 def test_the_permutation_experiment_by_hand(one_hop_runs):
     """One permutation: the output of M = (A permuted) H through the classifier, against the model's own output."""
-    loaded = open_source(str(one_hop_runs[0]))
+    loaded = open_source(str(one_hop_runs[0])).loaded
     text = "t1 t2 t3 t4 t5"
     tvd, top = bench.permutation_tvd(loaded, text, permutations=1, seed=7)
     model = loaded.model
@@ -95,7 +95,7 @@ def test_the_abnar_zuidema_check_on_a_transformer_sentence_classifier(tiny_sase_
     assert doc["raw_attention"] == "encoder/layer2" and doc["outputs"] == 2
     assert all(v["n"] == 2 and -1.0 <= v["mean"] <= 1.0 for v in doc["kendall_tau"].values())
     # rollout of the mean-pooled output: the mean row of A'_2 A'_1, A'_l = the head mean with the residual
-    loaded = open_source(str(run))
+    loaded = open_source(str(run)).loaded
     with torch.no_grad():
         maps = loaded.model(*model_inputs(loaded, "t1 t2 t3"), need_weights=True).encoder  # (1, heads, 3, 3) per layer
     from attnkit.analysis.rollout import with_residual

@@ -21,6 +21,7 @@ from attnkit.sources.npz import npz_writer
 from attnkit.sources.options import AttentionOptions
 from attnkit.sources.page import attention_kinds, collect, float_maps, page_record
 from attnkit.sources.run import write_run
+from attnkit.sources.source import RunSource
 from attnkit.viz.attention_view import AttentionView, Explained
 from attnkit.viz.report import write_report
 from attnkit.viz.views import plot_view
@@ -55,8 +56,8 @@ def test_the_builder_and_the_serializer_keep_a_kind_no_one_declared(loaded):
 
 
 def test_the_explorer_record_the_npz_and_plot_keep_it(loaded, tmp_path):
-    assert KIND not in attention_kinds(loaded)
-    record = page_record(loaded, "x y")
+    assert KIND not in attention_kinds(RunSource(loaded))
+    record = page_record(RunSource(loaded), "x y")
     assert list(record["maps"]) == [KIND] and record["maps"][KIND]["title"] == KIND  # the generic kind: its name
     assert len(record["maps"][KIND]["data"]) == 2 and len(record["maps"][KIND]["data"][0]) == 2  # (L, H) maps as bytes
     with npz_writer(tmp_path / "a.npz") as writer:
@@ -64,8 +65,8 @@ def test_the_explorer_record_the_npz_and_plot_keep_it(loaded, tmp_path):
     z = np.load(tmp_path / "a.npz")
     assert summary["kinds"] == {KIND: 2} and np.array_equal(z[f"{KIND}/layer2"][0], WEIGHTS.numpy())
     assert list(z[f"{KIND}/queries"]) == QUERIES and list(z["tokens"]) == KEYS
-    arrays, summary = collect(loaded, "x y", AttentionOptions(), quantize=False)
-    m = float_maps(arrays, summary["kinds"], attention_kinds(loaded))[KIND]
+    arrays, summary = collect(RunSource(loaded), "x y", AttentionOptions(), quantize=False)
+    m = float_maps(arrays, summary["kinds"], attention_kinds(RunSource(loaded)))[KIND]
     assert m["layers"].shape == (2, 2, 3, 4)
     assert plot_view("heatmap", m["layers"], m["rows"], m["cols"], tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -77,7 +78,7 @@ def test_the_report_page_draws_it(loaded, tmp_path):
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e .[dev])")
-    records = [*loaded.family.records(loaded, ["x y"], ExploreOptions(Decode())), dict(page_record(loaded, "x y"), id=1)]
+    records = [*loaded.family.records(loaded, ["x y"], ExploreOptions(Decode())), dict(page_record(RunSource(loaded), "x y"), id=1)]
     path = write_report(records, tmp_path / "report.html", title="toy")
     inked = "c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] < 250) n++; return n; }"
     with sync_api.sync_playwright() as p:
