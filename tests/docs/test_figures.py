@@ -70,7 +70,11 @@ def field(entry: dict, where: dict) -> float | str:
 
 def result_value(entry: dict) -> float | str:
     """The figure the entry names: its field, divided by the field of the line `over` picks (a ratio),
-    times `scale`; a text field (a run's description) as it is."""
+    or the mean of the field over the lines `mean_of` picks, times `scale`; a text field (a run's
+    description) as it is."""
+    if "mean_of" in entry:  # a mean over seeds: one `where` per line
+        values = [float(field(entry, where)) for where in entry["mean_of"]]
+        return sum(values) / len(values) * entry.get("scale", 1)
     value = field(entry, entry.get("where", {}))
     if isinstance(value, str):
         return value
