@@ -118,20 +118,26 @@ def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
     return TrainData(vocabs, train, valid, info["dev_gold"], ids.get("train_tags"), ids.get("valid_tags"))
 
 
+def training_trees(run: ParseRun, path: Path | None, what: str) -> tuple[list, list]:
+    """(the training trees of at most `data.max_len` words, the dev trees) of `read_splits`, logged as `what`'s data."""
+    splits = read_splits(run, path)
+    train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
+    log.info("%s data: %d training trees (%d over %d words left out), %d dev trees",
+             what, len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
+    return train, splits["dev"]
+
+
 def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
     sequences: dict[str, list[list[int]]] = {}
     with counter(PREPARE_STEPS, "preparing data", unit="step") as bar:  # the stage it is in, in the postfix
         bar.set_postfix_str("reading trees")
-        splits = read_splits(run, path)
+        train, dev = training_trees(run, path, "parsing")
         bar.update(1)
-        train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
-        log.info("parsing data: %d training trees (%d over %d words left out), %d dev trees",
-                 len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
         bar.set_postfix_str("vocabulary")
         vocabs = build_vocabs(train, keep_words=run.data.keep_words, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature",
                               tags=run.model.tagger)  # fmt: skip
         bar.update(1)
-        for name, trees in (("train", train), ("valid", splits["dev"])):
+        for name, trees in (("train", train), ("valid", dev)):
             bar.set_postfix_str(f"encoding {name}")
             encoded = [encode_tree(vocabs, tree) for tree in trees]
             sequences.update({f"{name}_src": [s for s, _ in encoded], f"{name}_tgt": [t for _, t in encoded]})
@@ -139,7 +145,7 @@ def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
                 sequences[f"{name}_tags"] = [encode_tags(vocabs, tree) for tree in trees]
             bar.update(1)
     save_sequences(folder / "examples.safetensors", sequences)
-    info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in splits["dev"]]}
+    info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in dev]}
     (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")
 
 

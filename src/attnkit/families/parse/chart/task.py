@@ -46,7 +46,7 @@ from attnkit.families.parse.chart.codec import (
 from attnkit.families.parse.chart.infer import dev_f1
 from attnkit.families.parse.chart.model import ChartParser
 from attnkit.families.parse.config import ChartModel, ParseRun
-from attnkit.families.parse.task import PREPARE_STEPS, read_splits, tree_sources
+from attnkit.families.parse.task import PREPARE_STEPS, training_trees, tree_sources
 from attnkit.families.parse.trees import parse_trees
 from attnkit.families.validation import validation_sums
 from attnkit.progress import counter
@@ -130,15 +130,12 @@ def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
     sequences: dict[str, list[list[int]]] = {}
     with counter(PREPARE_STEPS, "preparing data", unit="step") as bar:  # the stage it is in, in the postfix
         bar.set_postfix_str("reading trees")
-        splits = read_splits(run, path)
+        train, dev = training_trees(run, path, "chart parsing")
         bar.update(1)
-        train = [tree for tree in splits["train"] if len(tree.words()) <= run.data.max_len]
-        log.info("chart parsing data: %d training trees (%d over %d words left out), %d dev trees",
-                 len(train), len(splits["train"]) - len(train), run.data.max_len, len(splits["dev"]))  # fmt: skip
         bar.set_postfix_str("vocabulary")
         vocabs = build_chart_vocabs(train, min_freq=run.data.min_freq, signatures=run.data.unknown == "signature")
         bar.update(1)
-        for name, trees in (("train", train), ("valid", splits["dev"])):
+        for name, trees in (("train", train), ("valid", dev)):
             bar.set_postfix_str(f"encoding {name}")
             encoded = [encode_chart_tree(vocabs, tree) for tree in trees]
             sequences[f"{name}_words"] = [e.words for e in encoded]
@@ -151,7 +148,7 @@ def _prepare(run: ParseRun, path: Path | None, folder: Path) -> None:
     sequences["train_unknown"] = [unknown_ids(vocabs, tree.words()) for tree in train]
     sequences["train_counts"] = [[counts[word] for word in tree.words()] for tree in train]
     save_sequences(folder / "examples.safetensors", sequences)
-    info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in splits["dev"]]}
+    info = {"vocabs": vocabs_to_json(vocabs, folder), "dev_gold": [str(tree) for tree in dev]}
     (folder / "data.json").write_text(json.dumps(info, ensure_ascii=False), encoding="utf-8")
 
 
