@@ -69,13 +69,17 @@ def field(entry: dict, where: dict) -> float | str:
 
 
 def result_value(entry: dict) -> float | str:
-    """The figure the entry names: its field, divided by the field of the line `over` picks (a ratio),
-    or the mean of the field over the lines `mean_of` picks, times `scale`; a text field (a run's
-    description) as it is."""
-    if "mean_of" in entry:  # a mean over seeds: one `where` per line
-        values = [float(field(entry, where)) for where in entry["mean_of"]]
+    """The figure the entry names: its field (or the number `pattern`'s group picks out of a text
+    field), divided by the field of the line `over` picks (a ratio), or the mean of the field over
+    the lines `mean_of` picks, times `scale`; a text field (a run's description) as it is."""
+    if "mean_of" in entry:  # a mean over seeds: one `where` per line, which may name its own `key`
+        values = [float(field({**entry, "key": w.get("key", entry["key"])}, {k: v for k, v in w.items() if k != "key"})) for w in entry["mean_of"]]
         return sum(values) / len(values) * entry.get("scale", 1)
     value = field(entry, entry.get("where", {}))
+    if "pattern" in entry:  # a number in what a command printed (benchmarks/results/tour.jsonl's `output`)
+        match = re.search(entry["pattern"], value)
+        assert match, f"{entry['file']} {entry['key']}: nothing matches {entry['pattern']!r}"
+        value = float(match.group(1))
     if isinstance(value, str):
         return value
     if "over" in entry:

@@ -4,9 +4,9 @@
   English ones, page for page; each distinct command runs once and is checked for both.
 - Every quoted block (a ```python block whose first line is `# src/...`) is still in that file:
   its lines, stripped, appear contiguously there, in order (a `...` line separates parts).
-- Every command runs from a copy of the repository root (docs, src, configs and benchmarks linked,
-  fresh runs/, plots/ and data/ folders, ../shared linked), with `.venv/bin/` replaced by this
-  Python. A command marked `(tour test: ARGS)` runs with ARGS appended: the smaller budget the
+- Every command runs as benchmarks/tour.py runs it (which keeps the pages' figures at their own
+  budgets): from a copy of the repository root (docs, src, configs and benchmarks linked, fresh
+  runs/, plots/ and data/ folders, ../shared linked), with `.venv/bin/` replaced by this Python. A command marked `(tour test: ARGS)` runs with ARGS appended: the smaller budget the
   page announces. Its output must pass the check below that the page's claims give.
 
 The pages run in two chains at once, one thread each: the two Multi30k pages (which share the
@@ -19,55 +19,21 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TOUR = REPO / "docs" / "tour"
+sys.path.insert(0, str(REPO / "benchmarks"))
+from tour import SHARED, TOUR, Result, blocks, commands, run, scratch  # noqa: E402  (benchmarks/tour.py: the pages' commands, run as a reader would)
+
 PAGES = sorted(p.name for p in TOUR.glob("[1-9]-*.md"))
-SHARED = REPO.parent / "shared"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-TEST_ARGS = re.compile(r"\(tour test: ([^)]*)\)")
-VENV = re.compile(r"(?<![\w/.])\.venv/bin/(python|attnkit)\b")  # the page's programs, run with this Python
 CHAINS = [
     ["5-transformer.md", "2-bahdanau.md", "8-explanation.md"],
     ["6-sentence-embeddings.md", "7-images.md", "1-seq2seq.md", "3-luong.md", "4-attention-layer.md", "9-pretrained.md"],
 ]
-
-
-@dataclass(frozen=True)
-class Command:
-    line: str  # as the page shows it
-    run: str  # what the test runs
-
-    @property
-    def needs_data(self) -> bool:
-        return "m30k" in self.line or "sst5" in self.line
-
-
-def blocks(text: str) -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
-
-
-def commands(page: Path) -> list[Command]:
-    found = []
-    for lang, body in blocks(page.read_text(encoding="utf-8")):
-        if lang != "bash":
-            continue
-        for line in body.replace("\\\n", " ").splitlines():
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            command = line.split("   # ")[0].strip()
-            extra = TEST_ARGS.search(line)
-            found.append(Command(line, command + (f" {extra.group(1)}" if extra else "")))
-    return found
 
 
 def quotes(page: Path) -> list[tuple[str, list[str]]]:
@@ -128,21 +94,8 @@ def test_quoted_source_lines_are_still_in_the_source(page):
         )
 
 
-@dataclass
-class Result:
-    rc: int
-    out: str
-    cwd: Path
-    seconds: float
-
-
-def _run(command: Command, cwd: Path) -> Result:
-    python = f'"{sys.executable}"'
-    shell = VENV.sub(lambda m: python if m.group(1) == "python" else f"{python} -m attnkit", command.run)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
-    start = time.monotonic()
-    proc = subprocess.run(["bash", "-c", shell], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    result = Result(proc.returncode, proc.stdout + proc.stderr, cwd, time.monotonic() - start)
+def _run(command, cwd: Path) -> Result:
+    result = run(command.run, cwd, timeout=600)
     if os.environ.get("ATTNKIT_TOUR_TIMES"):  # a JSON line per command: what the tour costs on this machine
         with open(os.environ["ATTNKIT_TOUR_TIMES"], "a", encoding="utf-8") as f:
             f.write(json.dumps({"command": command.run, "seconds": round(result.seconds, 1), "rc": result.rc}) + "\n")
@@ -151,12 +104,7 @@ def _run(command: Command, cwd: Path) -> Result:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, Result]:
-    root = tmp_path_factory.mktemp("tour")
-    (root / "shared").symlink_to(SHARED)
-    repo = root / "repo"
-    repo.mkdir()
-    for name in ("docs", "src", "configs", "benchmarks"):
-        (repo / name).symlink_to(REPO / name)
+    repo = scratch(tmp_path_factory.mktemp("tour"))
 
     def chain(pages: list[str]) -> dict[str, Result]:
         done: dict[str, Result] = {}
