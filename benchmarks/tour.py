@@ -97,19 +97,20 @@ def blocks(text: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
 
 
-def commands(page: Path) -> list[Command]:
-    """The commands of a page's ```bash blocks, in order."""
+def commands_in(body: str) -> list[Command]:
+    """The commands of one ```bash block, in order."""
     found = []
-    for lang, body in blocks(page.read_text(encoding="utf-8")):
-        if lang != "bash":
-            continue
-        for line in body.replace("\\\n", " ").splitlines():
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
+    for line in body.replace("\\\n", " ").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
             extra = TEST_ARGS.search(line)
             found.append(Command(line, line.split("   # ")[0].strip(), extra.group(1) if extra else ""))
     return found
+
+
+def commands(page: Path) -> list[Command]:
+    """The commands of a page's ```bash blocks, in order."""
+    return [command for lang, body in blocks(page.read_text(encoding="utf-8")) if lang == "bash" for command in commands_in(body)]
 
 
 def scratch(root: Path) -> Path:

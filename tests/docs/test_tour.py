@@ -27,7 +27,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
-from tour import SHARED, TOUR, Result, blocks, commands, run, scratch  # noqa: E402  (benchmarks/tour.py: the pages' commands, run as a reader would)
+from tour import RESULTS, SHARED, TOUR, Result, blocks, commands, commands_in, run, scratch  # noqa: E402  (benchmarks/tour.py: the pages' commands, run as a reader would)
 
 PAGES = sorted(p.name for p in TOUR.glob("[1-9]-*.md"))
 CHAINS = [
@@ -100,6 +100,29 @@ def _run(command, cwd: Path) -> Result:
         with open(os.environ["ATTNKIT_TOUR_TIMES"], "a", encoding="utf-8") as f:
             f.write(json.dumps({"command": command.run, "seconds": round(result.seconds, 1), "rc": result.rc}) + "\n")
     return result
+
+
+OUTPUT_BLOCK = re.compile(r"^```bash\n(.*?)^```\n\s*^```text\n(.*?)^```", re.S | re.M)
+
+
+def recorded() -> dict[str, dict]:
+    """benchmarks/results/tour.jsonl: what each command printed at the page's budget, by command."""
+    rows = [json.loads(line) for line in RESULTS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {row["command"]: row for row in rows}
+
+
+@pytest.mark.parametrize("page", PAGES + [f"ko/{p}" for p in PAGES])
+def test_an_output_block_is_what_its_command_printed(page):
+    """A ```text block right after a ```bash block shows what the block's last command printed, as
+    benchmarks/tour.py recorded it at the page's budget: each line of it ("..." elides) is a line of
+    the recorded output."""
+    outputs = recorded()
+    for bash, text in OUTPUT_BLOCK.findall((TOUR / page).read_text(encoding="utf-8")):
+        command = commands_in(bash)[-1].page_command
+        assert command in outputs, f"{page}: no line for {command!r} in {RESULTS.relative_to(REPO)}: run benchmarks/tour.py --pages {Path(page).name}"
+        printed = {line.strip() for line in outputs[command]["output"].splitlines()}
+        missing = [line for line in text.splitlines() if line.strip() not in printed and line.strip() not in ("", "...")]
+        assert not missing, f"{page}: {command!r} did not print {missing[:3]} ({RESULTS.relative_to(REPO)}, {outputs[command]['date']})"
 
 
 @pytest.fixture(scope="module")
