@@ -144,11 +144,13 @@ def run(shell_command: str, cwd: Path, timeout: float | None = None) -> Result:
 def validation_history(run_dir: Path) -> dict:
     """A trained run's validations (step, minutes, metrics) and its best checkpoint."""
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    keep = ("step", "loss", "bleu", "accuracy", "f1", "exact")
-    validation = [{**{k: row[k] for k in keep if k in row}, "minutes": round(row["elapsed"] / 60, 2)} for row in rows if row.get("kind") == "valid"]
-    last_train = [row for row in rows if row.get("kind") == "train"]
+    validation = [
+        {**{k: v for k, v in row.items() if k not in ("kind", "elapsed") and not k.startswith("entropy/")}, "minutes": round(row["elapsed"] / 60, 2)}
+        for row in rows
+        if row.get("kind") == "valid"
+    ]
     best = json.loads((run_dir / "best.json").read_text(encoding="utf-8"))
-    return {"validation": validation, "best": best, "updates": last_train[-1]["step"] if last_train else None}
+    return {"validation": validation, "best": best, "updates": max(row["step"] for row in rows if "step" in row)}
 
 
 def record(page: str, command: Command, result: Result, cpu: str) -> dict:

@@ -42,7 +42,7 @@ REGISTRY["figures"] = _expand(REGISTRY["figures"])
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split())}
 # A figure: a decimal number, or a number followed by a unit of measurement.
-FIGURE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+(?![\w.])|(?=\s*(?:%|BLEU|F1|GB|MB|GiB|MiB|ms|tokens/s|sentences/s|requests/s|req/s)))")
+FIGURE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+(?![A-Za-z0-9_.])|(?=\s*(?:%|BLEU|F1|GB|MB|GiB|MiB|ms|tokens/s|sentences/s|requests/s|req/s)))")
 NOT_A_FIGURE = re.compile(r"(?:Python|>=|torch|version|v|beam|[Ss]ec\.|§)\s*$")  # a version, a beam size, a paper's section
 NOTES = REPO / "docs" / "notes"
 GENERIC_DEVICE = {"cpu", "cuda"}  # a `device` field that names no machine
@@ -76,7 +76,7 @@ def result_value(entry: dict) -> float | str:
         values = [float(field({**entry, "key": w.get("key", entry["key"])}, {k: v for k, v in w.items() if k != "key"})) for w in entry["mean_of"]]
         return sum(values) / len(values) * entry.get("scale", 1)
     value = field(entry, entry.get("where", {}))
-    if "pattern" in entry:  # a number in what a command printed (benchmarks/results/tour.jsonl's `output`)
+    if entry.get("pattern"):  # a number in what a command printed (benchmarks/results/tour.jsonl's `output`)
         match = re.search(entry["pattern"], value)
         assert match, f"{entry['file']} {entry['key']}: nothing matches {entry['pattern']!r}"
         value = float(match.group(1))
