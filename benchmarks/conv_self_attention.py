@@ -1,6 +1,6 @@
 """Why a CNN needs self-attention to relate distant positions (SAGAN's block, Zhang et al. 2019,
 Sec. 3), shown on generated images: "are the two shapes the same colour?" with the shapes in
-opposite corners of a 48 x 48 image (attnkit.families.caption.shapes.same_colour_pairs).
+opposite corners of a 48 x 48 image (attnkit.families.captioning.shapes.same_colour_pairs).
 
 The small CNN is three 3x3 stride-2 convolutions (receptive field 15 px, the shapes 32 px apart),
 a 1x1 convolution + ReLU, mean pooling and a linear classifier. Without a block no unit sees both
@@ -27,9 +27,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnkit.attention.conv_block import ConvSelfAttention
-from attnkit.families.caption.figure import upsample
-from attnkit.families.caption.images import to_tensor
-from attnkit.families.caption.shapes import draw, place_cells, same_colour_pairs
+from attnkit.families.captioning.figure import upsample
+from attnkit.families.captioning.images import to_tensor
+from attnkit.families.captioning.shapes import draw, place_cells, same_colour_pairs
 from attnkit.viz.heatmap import pyplot
 
 

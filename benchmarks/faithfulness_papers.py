@@ -117,7 +117,7 @@ def tau(x: list[float], y: list[float]) -> float:
 def permutation_tvd(loaded, text: str, permutations: int, seed: int) -> tuple[float, float]:
     """(median total variation distance between the outputs with the (first) attention permuted and without,
     the largest attention weight) of one text (Jain & Wallace sec. 4.2)."""
-    from attnkit.families.sentence.infer import model_inputs
+    from attnkit.families.classification.infer import model_inputs
 
     model = loaded.model
     inputs = model_inputs(loaded, text)  # (tokens, keep[, tokens2, keep2]), each (1, S)
@@ -149,7 +149,7 @@ def permutation_tvd(loaded, text: str, permutations: int, seed: int) -> tuple[fl
 
 def accuracy(loaded, examples: list) -> float:
     """The share of `examples` the run classifies right."""
-    from attnkit.families.sentence.infer import classify_texts
+    from attnkit.families.classification.infer import classify_texts
 
     texts = [e.text if e.text2 is None else f"{e.text}\t{e.text2}" for e in examples]
     return sum(r.label == e.label for r, e in zip(classify_texts(loaded, texts), examples)) / len(examples)
@@ -158,15 +158,15 @@ def accuracy(loaded, examples: list) -> float:
 def dev_examples(loaded, dev: str | None) -> list:
     """The file `dev` as the run's family reads it, or, without one, the run's own validation split (SST's dev
     trees; for SNLI, the premises the run held out of the dev file it trained on)."""
-    from attnkit.families.sentence.corpus import classify_splits
-    from attnkit.families.sentence.infer import read_eval_file
+    from attnkit.families.classification.corpus import classify_splits
+    from attnkit.families.classification.infer import read_eval_file
 
     return read_eval_file(loaded, dev) if dev else classify_splits(loaded.run.data)[1]
 
 
 def split_name(loaded, dev: str | None) -> str:
     """What `dev_examples` read, in words."""
-    from attnkit.families.sentence.corpus import classify_files
+    from attnkit.families.classification.corpus import classify_files
 
     d = loaded.run.data
     if dev:

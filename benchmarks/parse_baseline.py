@@ -11,10 +11,10 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.families.parse.baseline import right_branching
-from attnkit.families.parse.evalb import score
-from attnkit.families.parse.evalb_params import COLLINS
-from attnkit.families.parse.trees import preprocess_treebank, read_treebank, split_sample
+from attnkit.families.parsing.baseline import right_branching
+from attnkit.families.parsing.evalb import score
+from attnkit.families.parsing.evalb_params import COLLINS
+from attnkit.families.parsing.trees import preprocess_treebank, read_treebank, split_sample
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from attnkit.families import load_config  # noqa: E402
-from attnkit.families.parse.task import read_splits  # noqa: E402
+from attnkit.families.parsing.task import read_splits  # noqa: E402
 from attnkit.viz.curves import METRICS_FILE, read_records  # noqa: E402
 
 ATTNKIT = str(Path(sys.executable).with_name("attnkit"))

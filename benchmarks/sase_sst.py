@@ -28,13 +28,13 @@ import torch
 from attnkit.allocator import MARKER, use_jemalloc
 from attnkit.artifacts.checkpoint import find_checkpoint
 from attnkit.families import load_config, load_run
-from attnkit.families.sentence.infer import evaluate_labelled
+from attnkit.families.classification.infer import evaluate_labelled
 from attnkit.train.loop import train
 from attnkit.train.state import TrainState
 from attnkit.viz.curves import METRICS_FILE, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESET = ROOT / "src/attnkit/families/sentence/presets/sase-sst5.yaml"
+PRESET = ROOT / "src/attnkit/families/classification/presets/sase-sst5.yaml"
 RESULTS = ROOT / "benchmarks/results/sase_sst.jsonl"
 BUDGET_MINUTES = 15  # dev_accuracy_15min: the best validation accuracy within this much training
 VARIANTS = {

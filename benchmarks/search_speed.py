@@ -58,8 +58,8 @@ def _translation(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Cal
 
 
 def _parsing(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Callable[[], list[str]]]:
-    from attnkit.families.parse.chart.infer import parse
-    from attnkit.families.parse.commands import gold_trees
+    from attnkit.families.parsing.chart.infer import parse
+    from attnkit.families.parsing.commands import gold_trees
 
     if loaded.run.model.kind == "chart":
         sys.exit("search_speed.py: a chart parser decodes by CKY, without a beam search")
@@ -70,9 +70,9 @@ def _parsing(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Callabl
 
 
 def _captioning(loaded, data: Path, n: int | None, beam: int) -> tuple[int, Callable[[], list[str]]]:
-    from attnkit.families.caption.codec import detokenize
-    from attnkit.families.caption.images import ImageSource
-    from attnkit.families.caption.infer import search
+    from attnkit.families.captioning.codec import detokenize
+    from attnkit.families.captioning.images import ImageSource
+    from attnkit.families.captioning.infer import search
 
     names = (data / "flickr8k" / "images_dev.txt").read_text(encoding="utf-8").split()[:n]
     source, model = ImageSource(data / "flickr8k" / "images_dev.zip"), loaded.model

@@ -6,7 +6,7 @@ For each of the first --n dev sentences: the class the model predicts, integrate
 log-probability (`--score logit`: its logit) over the word embeddings (zero baseline, 50 steps
 doubled until the completeness check passes within 1%), and Kendall's tau-b between |IG| per word
 and (a) each attention hop's row of A, (b) the mean of the hops. The score is the family's own
-(`families.sentence.explore.class_score`, the f of `attnkit attention RUN TEXT --attribute ig`).
+(`families.classification.explore.class_score`, the f of `attnkit attention RUN TEXT --attribute ig`).
 Sentences of one word have no ranking and are left out; sentences whose IG fails the check at 800
 steps are counted in `ig_incomplete`. Prints one JSON line.
 """
@@ -24,9 +24,9 @@ from attnkit.analysis.attribution import integrated_gradients
 from attnkit.analysis.correlation import kendall_tau
 from attnkit.errors import AttnkitError
 from attnkit.families import load_run
-from attnkit.families.sentence.codec import words
-from attnkit.families.sentence.data import read_sst_trees
-from attnkit.families.sentence.explore import class_score
+from attnkit.families.classification.codec import words
+from attnkit.families.classification.data import read_sst_trees
+from attnkit.families.classification.explore import class_score
 
 
 def main() -> None:

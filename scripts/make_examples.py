@@ -21,7 +21,7 @@ import json
 import random
 from pathlib import Path
 
-from attnkit.families.caption.shapes import draw, random_scene
+from attnkit.families.captioning.shapes import draw, random_scene
 
 # (English, German, German gender) of the nouns; verbs and places in both languages.
 NOUNS = [("dog", "Hund", "m"), ("cat", "Katze", "f"), ("horse", "Pferd", "n"), ("man", "Mann", "m"),

@@ -28,8 +28,8 @@ from attnkit.data.batching import collate
 from attnkit.data.tokenizers import WordTokenizer
 from attnkit.data.vocab import Vocabulary
 from attnkit.families import family_of, validate_run
-from attnkit.families.sentence.codec import SentenceVocabs
-from attnkit.families.sentence.data import LabelMap
+from attnkit.families.classification.codec import SentenceVocabs
+from attnkit.families.classification.data import LabelMap
 from attnkit.families.translation.codec import Vocabs
 from attnkit.families.translation.export.ctranslate2_model import choose_gemm_backend
 

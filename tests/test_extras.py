@@ -21,8 +21,8 @@ from attnkit import extras
 from attnkit.cli import main
 from attnkit.commands.doctor import extra_checks
 from attnkit.errors import MissingExtra
-from attnkit.families.caption import encoders, lite0
-from attnkit.families.caption.shapes import write_shapes
+from attnkit.families.captioning import encoders, lite0
+from attnkit.families.captioning.shapes import write_shapes
 
 
 @pytest.fixture

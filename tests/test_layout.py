@@ -207,7 +207,7 @@ def test_the_core_imports_no_family_package():
 
 def test_the_chart_parser_is_a_subpackage():
     flat = sorted(p.name for p in (SRC / "families" / "parse").glob("chart*.py"))
-    assert not flat, f"families/parse/chart/ holds the chart parser, not {flat}"
+    assert not flat, f"families/parsing/chart/ holds the chart parser, not {flat}"
 
 
 def test_no_type_checking_import_cycle():

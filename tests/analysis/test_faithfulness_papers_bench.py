@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from attnkit.families.sentence.infer import model_inputs
+from attnkit.families.classification.infer import model_inputs
 from attnkit.sources import open_source
 from benchmark_scripts import load_benchmark
 

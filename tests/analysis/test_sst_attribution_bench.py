@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from attnkit.analysis.attribution import integrated_gradients
-from attnkit.families.sentence.explore import class_score
-from attnkit.families.sentence.model import SelfAttentiveClassifier
+from attnkit.families.classification.explore import class_score
+from attnkit.families.classification.model import SelfAttentiveClassifier
 from benchmark_scripts import load_benchmark
 
 bench = load_benchmark("sst_attention_attribution")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import SIGPIPE_STATUS
-from attnkit.families.caption.shapes import write_shapes
+from attnkit.families.captioning.shapes import write_shapes
 
 SHARED = Path(os.environ.get("ATTNKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared/data"))
 EVALB_DIR = SHARED / "evalb_sample"

@@ -13,7 +13,7 @@ import attnkit.families.translation.api as translation_api
 from attnkit.cli import main
 from attnkit.errors import AttnkitError
 from attnkit.families import FAMILIES, load_run
-from attnkit.families.sentence.infer import classify_texts
+from attnkit.families.classification.infer import classify_texts
 from attnkit.families.translation.explore import explore, explore_decode, record
 from attnkit.serve.app import Limits, create_app, load_models
 

@@ -138,9 +138,9 @@ def test_error_message_on_the_page(page, live_server):
 
 def test_report_draws_a_parse_tree(page, tmp_path):
     """`attnkit report` of a parser: the record's SVG drawing loads as an image beside the bracketed tree."""
-    from attnkit.families.parse import FAMILY
-    from attnkit.families.parse.draw import tree_svg
-    from attnkit.families.parse.trees import parse_trees
+    from attnkit.families.parsing import FAMILY
+    from attnkit.families.parsing.draw import tree_svg
+    from attnkit.families.parsing.trees import parse_trees
     from attnkit.viz.report import write_report
 
     tree = parse_trees("(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. <b>))")[0]

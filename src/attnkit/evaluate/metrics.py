@@ -1,5 +1,5 @@
 """Small evaluation metrics shared by the families: perplexity and accuracy (a family's own metrics live
-in its package: macro-F1 in `families/sentence/metrics.py`, BLEU in `families/translation/bleu.py`)."""
+in its package: macro-F1 in `families/classification/metrics.py`, BLEU in `families/translation/bleu.py`)."""
 
 from __future__ import annotations
 

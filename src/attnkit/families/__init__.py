@@ -18,14 +18,14 @@ from attnkit.artifacts import runs
 from attnkit.config.load import read_config, validate
 from attnkit.config.schema import DEFAULT_MODEL_KIND, RunBase
 from attnkit.errors import CheckpointError, ConfigError
-from attnkit.families import caption, parse, sentence, translation
+from attnkit.families import captioning, classification, parsing, translation
 from attnkit.families.protocol import Family
 
 FAMILIES: dict[str, Family] = {
     "translation": translation.FAMILY,
-    "classification": sentence.FAMILY,
-    "parsing": parse.FAMILY,
-    "captioning": caption.FAMILY,
+    "classification": classification.FAMILY,
+    "parsing": parsing.FAMILY,
+    "captioning": captioning.FAMILY,
 }
 DEMO = translation.demo  # what `attnkit demo` trains and shows
 
