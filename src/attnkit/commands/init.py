@@ -12,6 +12,7 @@ printed, written or trained, so `init` never hands out a config that `train` ref
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
 import sys
 from collections.abc import Iterable, Mapping
@@ -23,6 +24,8 @@ from attnkit.errors import ConfigError
 if TYPE_CHECKING:  # the families (and torch) load when the parser is built, not when this module is imported
     from attnkit.config.schema import RunBase
     from attnkit.families.protocol import Family, Starter
+
+log = logging.getLogger("attnkit")
 
 
 @dataclass(frozen=True)
@@ -65,14 +68,17 @@ def add_family_files(parser: argparse.ArgumentParser, families: Mapping[str, Fam
 
 def family_config(starter: Starter, args: argparse.Namespace, source: str, overrides: Iterable[str] = ()) -> tuple[str, RunBase]:
     """The commented YAML that `starter` writes for the files of `args` (checked first: `DataError`), and
-    the run it validates to with `--set` overrides; `source` names it in errors (`attnkit init parsing`)."""
+    the run it validates to with `--set` overrides; `source` names it in errors (`attnkit init parsing`).
+    Logs the own-data rule's line for these files (and that `--set` values win over it)."""
     import yaml
 
     from attnkit.config.load import apply_override
     from attnkit.families import validate_run
 
-    text = starter.config(args)
-    tree, overrides = yaml.safe_load(text), list(overrides)
+    text, defaults = starter.config(args)
+    overrides = list(overrides)
+    log.info("%s%s", defaults.summary(), f"; --set wins: {' '.join(overrides)}" if overrides else "")
+    tree = yaml.safe_load(text)
     for assignment in overrides:
         apply_override(tree, assignment)
     return text, validate_run(tree, source + (f" (with --set {' '.join(overrides)})" if overrides else ""))

@@ -62,7 +62,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"stopped by {state.interrupted} at step {state.step}; checkpoint saved in {args.out}. "
               f"Resume with: {_train_command(args, resume=True)}")  # fmt: skip
         return 0
-    print(f"trained {state.step} steps in {state.elapsed / 60:.1f} min{best}; run folder: {args.out}")
+    early = f" (stopped early: {run.train.patience} evaluations without a better {run.train.early_stopping})" if state.stopped_early else ""
+    print(f"trained {state.step} steps in {state.elapsed / 60:.1f} min{best}{early}; run folder: {args.out}")
     return 0
 
 

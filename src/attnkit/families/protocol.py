@@ -25,6 +25,7 @@ from torch import nn
 from attnkit import extras
 from attnkit.artifacts.runs import LoadedRun, load_run
 from attnkit.config.args import DTYPES
+from attnkit.config.own_data import OwnData
 from attnkit.config.schema import Decode, RunBase
 from attnkit.errors import AttnkitError
 from attnkit.viz.attention_view import AttentionKind, AttentionView, Explained
@@ -147,13 +148,15 @@ class Starter:
 
     `add_arguments` adds the family's options to its `init` parser (the core adds `--train`,
     `--valid` and `--out`); `config(args)` reads what it needs of the files (headers, line counts),
-    raising a `DataError` naming the file and line for a bad one, and returns the commented YAML,
-    which the core validates against `Family.run_schema` before writing it. `files` says what
-    `--train` and `--valid` take; `example` is one command line for the help.
+    raising a `DataError` naming the file and line for a bad one, and returns the commented YAML
+    with the own-data rule it applied (`attnkit.config.own_data`: model size, batch, evaluation,
+    budget, patience from the data's size), which the core prints and validates against
+    `Family.run_schema` before writing it. `files` says what `--train` and `--valid` take;
+    `example` is one command line for the help.
     """
 
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    config: Callable[[argparse.Namespace], str]
+    config: Callable[[argparse.Namespace], tuple[str, OwnData]]
     files: str
     example: str
 

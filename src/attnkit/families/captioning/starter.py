@@ -12,11 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 
+from attnkit.config.own_data import OwnData, own_data_defaults
 from attnkit.errors import DataError
 from attnkit.families.captioning.captions import read_captioned_images
 from attnkit.families.protocol import Starter
 
 RARE_FROM = 5000  # training captions from which words seen fewer than 5 times become <unk>
+MAX_TOKENS, MAX_SENTENCES = 2000, 32  # the base model's batch (own_data_defaults may lower the tokens)
+MODELS = {  # by `OwnData.size`: the decoder's widths
+    "small": "embed_dim: 128\n  hidden_dim: 256\n  attn_dim: 128",
+    "base": "embed_dim: 256\n  hidden_dim: 384\n  attn_dim: 256",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,12 +40,14 @@ def _caption_files(args: argparse.Namespace) -> dict[str, str]:
     return {"train": args.train[0], "valid": args.valid[0]}
 
 
-def config(args: argparse.Namespace) -> str:
+def config(args: argparse.Namespace) -> tuple[str, OwnData]:
     files = _caption_files(args)
-    counts = {}
+    counts, words = {}, 0
     for split, path in files.items():
         captioned, _ = read_captioned_images(path, args.images, image_column=args.image_column, caption_column=args.caption_column, split=split, shared=True)
         counts[split] = (len(captioned), sum(len(c.captions) for c in captioned))
+        words = words or sum(len(caption.split()) for c in captioned for caption in c.captions)  # the training split's, read first
+    rule = own_data_defaults(counts["train"][1], words, MAX_TOKENS, MAX_SENTENCES)
     captions = (
         f"  captions: {json.dumps(args.captions)}   # a Karpathy split file: its train and restval images train, its val images validate\n"
         if args.captions
@@ -47,7 +55,8 @@ def config(args: argparse.Namespace) -> str:
     )
     named = (args.image_column, args.caption_column) != ("image", "caption")
     columns = f"  image_column: {json.dumps(args.image_column)}\n  caption_column: {json.dumps(args.caption_column)}\n" if named else ""
-    return f"""# Image captioning on your own images, written by `attnkit init captioning` (docs/your-data.md).
+    return (
+        f"""# Image captioning on your own images, written by `attnkit init captioning` (docs/your-data.md).
 # attnkit train THIS.yaml --out runs/captioning
 # then: attnkit caption runs/captioning IMAGE..., attnkit plot runs/captioning IMAGE --view heatmap --out attention.png
 data:
@@ -60,28 +69,26 @@ model:
   encoder: lite0     # EfficientNet-Lite0 ImageNet weights, frozen (without them: small_cnn, trained from scratch)
   input_size: 224
   feature_dim: 384
-  embed_dim: 256
-  hidden_dim: 384
-  attn_dim: 256
+  # the {rule.size} decoder: {counts["train"][1]:,} training captions (own-data defaults, docs/your-data.md)
+  {MODELS[rule.size]}
   dropout: 0.5
   lambda: 1.0        # the doubly stochastic attention penalty
 train:
-  max_tokens: 2000
-  max_sentences: 32
+  max_sentences: {MAX_SENTENCES}
   betas: [0.9, 0.999]
   eps: 1.0e-8
   schedule: {{kind: constant, lr: 0.001}}
   label_smoothing: 0.0
   clip_norm: 5.0
-  max_minutes: 30    # stop after this long (or max_steps / max_epochs)
-  eval_every: 200    # validate (loss, BLEU-4) and save a checkpoint every N updates
-  keep_last: 3
+{rule.train_yaml()}  keep_last: 3
 decode:
   beam: 3
   alpha: 0.0
   max_len_a: 0
   max_len_b: 23
-"""
+""",
+        rule,
+    )
 
 
 STARTER = Starter(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from attnkit.config.own_data import OwnData, longer_side_tokens, own_data_defaults
 from attnkit.data.tables import table_columns
 from attnkit.errors import DataError
 from attnkit.families.classification.data import read_labelled
@@ -21,6 +22,11 @@ from attnkit.families.protocol import Starter
 SINGLE = ("text", "sentence")
 PAIRS = (("premise", "hypothesis"), ("sentence1", "sentence2"))
 LABELS = ("label", "gold_label")
+MAX_TOKENS, MAX_SENTENCES = 2000, 64  # the base model's batch (own_data_defaults may lower the tokens)
+MODELS = {  # by `OwnData.size`
+    "small": "embed_dim: 64\n  u: 64              # bi-LSTM width per direction\n  d_a: 64\n  r: 4               # attention hops: each one is a distribution over the words\n  mlp_hidden: 128",
+    "base": "embed_dim: 100\n  u: 100             # bi-LSTM width per direction\n  d_a: 100\n  r: 4               # attention hops: each one is a distribution over the words\n  mlp_hidden: 300",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,16 +50,19 @@ def _columns(path: str, args: argparse.Namespace) -> tuple[str, str | None, str]
     return text, text2, label  # type: ignore[return-value]  # checked above
 
 
-def config(args: argparse.Namespace) -> str:
+def config(args: argparse.Namespace) -> tuple[str, OwnData]:
     if len(args.train or ()) != 1 or len(args.valid or ()) != 1:
         raise DataError("--train and --valid: one table file each (.csv, .tsv, .jsonl or .json)")
     train_file, valid_file = args.train[0], args.valid[0]
     text, text2, label = _columns(train_file, args)
     examples, labels = read_labelled(train_file, text_column=text, text2_column=text2, label_column=label)
     read_labelled(valid_file, text_column=text, text2_column=text2, label_column=label, label_map=labels)
+    tokens = longer_side_tokens((e.text, e.text2 or "") for e in examples)
+    rule = own_data_defaults(len(examples), tokens, MAX_TOKENS, MAX_SENTENCES)
     pair = "factor" if text2 else "none"
     second = f"  text2_column: {json.dumps(text2)}   # the second sentence of each pair\n" if text2 else ""
-    return f"""# Sentence classification on your own files, written by `attnkit init classification` (docs/your-data.md).
+    return (
+        f"""# Sentence classification on your own files, written by `attnkit init classification` (docs/your-data.md).
 # attnkit train THIS.yaml --out runs/classification
 # then: attnkit classify runs/classification --input FILE, attnkit plot runs/classification "{"a premise<TAB>its hypothesis" if text2 else "a sentence"}" --view hops --out hops.png
 data:
@@ -67,25 +76,21 @@ data:
   min_freq: 1        # words seen fewer times in training become <unk>
 model:
   kind: sase         # the self-attentive sentence embedding of Lin et al. (2017)
-  embed_dim: 100
-  u: 100             # bi-LSTM width per direction
-  d_a: 100
-  r: 4               # attention hops: each one is a distribution over the words
-  mlp_hidden: 300
+  # the {rule.size} model: {len(examples):,} training examples (own-data defaults, docs/your-data.md)
+  {MODELS[rule.size]}
   coef: 0.1          # weight of the penalty that keeps the hops apart
   dropout: 0.3
   pair: {pair}       # factor or concat: how a pair's two embeddings are combined (none: single sentences)
 train:
-  max_tokens: 2000
-  max_sentences: 64
+  max_sentences: {MAX_SENTENCES}
   betas: [0.9, 0.999]
   eps: 1.0e-8
   schedule: {{kind: constant, lr: 0.002}}
   clip_norm: 5.0
-  max_minutes: 10    # stop after this long (or max_steps / max_epochs)
-  eval_every: 200    # validate (loss, accuracy) and save a checkpoint every N updates
-  keep_last: 1
-"""
+{rule.train_yaml()}  keep_last: 1
+""",
+        rule,
+    )
 
 
 STARTER = Starter(
