@@ -53,7 +53,7 @@ class OwnData:
 
     def train_yaml(self) -> str:
         """The `train:` keys the rule sets, commented, indented for the section."""
-        return f"""  max_tokens: {self.max_tokens}   # tokens per batch: about {self.updates_per_epoch:,} updates an epoch ({self.tokens:,} tokens)
+        return f"""  max_tokens: {self.max_tokens}   # tokens per batch: about {_updates(self.updates_per_epoch)} an epoch ({self.tokens:,} tokens)
   max_epochs: {MAX_EPOCHS}     # stop after {MAX_EPOCHS} epochs or {MAX_MINUTES} minutes, whichever comes first
   max_minutes: {MAX_MINUTES}
   eval_every: {self.eval_every}   # validate and save a checkpoint every N updates: once an epoch, at most {EVAL_TOKENS:,} tokens apart
@@ -66,10 +66,14 @@ class OwnData:
         return (
             f"own-data defaults (docs/your-data.md) for {self.examples:,} training examples, {self.tokens:,} tokens: "
             f"the {self.size} model ({'below' if self.size == 'small' else 'from'} {SMALL_BELOW:,} examples); "
-            f"batches of {self.max_tokens:,} tokens, about {self.updates_per_epoch:,} updates an epoch; "
-            f"evaluate every {self.eval_every:,} updates (once an epoch, at most {EVAL_TOKENS:,} tokens apart); "
+            f"batches of {self.max_tokens:,} tokens, about {_updates(self.updates_per_epoch)} an epoch; "
+            f"evaluate every {_updates(self.eval_every)} (once an epoch, at most {EVAL_TOKENS:,} tokens apart); "
             f"stop after {MAX_EPOCHS} epochs or {MAX_MINUTES} minutes, or {PATIENCE} evaluations without a lower validation loss"
         )
+
+
+def _updates(n: int) -> str:
+    return f"{n:,} update{'' if n == 1 else 's'}"
 
 
 def own_data_defaults(examples: int, tokens: int, family_max_tokens: int, max_sentences: int | None = None) -> OwnData:
