@@ -164,8 +164,8 @@ def prune_steps(metric: Callable[[Tensor], dict[str, float]], order: Sequence[tu
         if k not in done:
             done[k] = {"masked": k, **metric(mask_first(order, k, shape))}
             record(done[k])
-            progress(1)
         curve.append(done[k])
+        progress(1)
     return curve
 
 
