@@ -136,12 +136,13 @@ def scores(model: Transformer, lay: Layout, pairs: Sequence[Pair]) -> Callable[[
     return metric
 
 
-def importance(model: Transformer, lay: Layout, pairs: Sequence[Pair], done: dict[int, list], record: Record,
-               progress: Callable[[int], None] = lambda n: None) -> Tensor:  # fmt: skip
+def importance(model: Transformer, lay: Layout, pairs: Sequence[Pair], progress: Callable[[int], None] = lambda n: None, *,
+               done: dict[int, list] | None = None, record: Record = lambda r: None) -> Tensor:  # fmt: skip
     """Michel et al.'s I_h over `pairs`, one pair at a time, normalised per layer: -> (L_enc + 2 L_dec, H).
 
     `done` holds the terms |dL/dxi| of pairs already on file (pair -> (L, H) lists); each new term goes to `record`.
     """
+    done = done or {}
     loss = pair_loss(model, lay, pairs)
     total = torch.zeros(lay.shape, dtype=torch.float64)  # (L, H)
     for i in range(len(pairs)):
@@ -196,19 +197,20 @@ def run_importance(loaded, lines: Sequence[str], where: str, out: str | Path, pr
     if family.pairs is None:
         able = ", ".join(f.name for f in FAMILIES.values() if f.pairs is not None)
         raise AttnkitError(f"{loaded.folder}: a {family.name} run gives no source/target pairs to score its heads on ({able} runs do)")
+    given = family.pairs(loaded, lines, where)  # a line it cannot read is refused first
     path = Path(out) / PROGRESS
     path.parent.mkdir(parents=True, exist_ok=True)
-    records = read_progress(path, progress_header(loaded, lines), WHAT)  # before any work: a refusal is at once
+    records = read_progress(path, progress_header(loaded, lines), WHAT)  # before any model pass: a refusal is at once
     terms = {r["pair"]: r["gradient"] for r in records if "pair" in r}
     steps = {r["masked"]: r for r in records if "masked" in r}
 
     def record(r: dict) -> None:
         append_text(path, json.dumps(r) + "\n")
 
-    pairs = complete(model, family.pairs(loaded, lines, where), loaded.run.decode)
+    pairs = complete(model, given, loaded.run.decode)
     with counter(len(pairs), "head importance", unit="pair") as bar:
         bar.update(len(terms))
-        found = importance(model, lay, pairs, terms, record, bar.update)
+        found = importance(model, lay, pairs, bar.update, done=terms, record=record)
     doc = {"run": str(loaded.folder), "pairs": len(pairs), "heads": lay.shape[0] * lay.heads, **head_report(found, lay)}
     if prune_step is not None:
         order = pruning_order(found)
