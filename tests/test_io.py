@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attnkit.errors import WriteError
-from attnkit.io import append_text, atomic_path, atomic_write_bytes, atomic_write_text
+from attnkit.io import append_text, atomic_path, atomic_write_bytes, atomic_write_text, interruptible
 
 CAUSES = [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES]
 
@@ -80,3 +80,15 @@ def test_a_really_full_disk(tiny_disk):
     with pytest.raises(WriteError, match=r"log: cannot write \(No space left on device\)"):
         append_text(tiny_disk / "log", "y" * 200_000)
     assert (tiny_disk / "log").read_text() == ""
+
+
+def test_sigterm_in_an_interruptible_body_is_a_keyboard_interrupt_and_removes_the_temporary(tmp_path):
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    target = tmp_path / "a.json"
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), interruptible(), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert list(tmp_path.iterdir()) == []  # neither the file nor its temporary
+    assert signal.getsignal(signal.SIGTERM) is before

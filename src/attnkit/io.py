@@ -7,13 +7,18 @@ killed mid-write (SIGKILL, power loss) leaves only its temporary, `.NAME.XXXXXXX
 writer starts again. A write that fails (disk full, quota, read-only, permission) removes its
 temporary, leaves the old file or folder as it was and raises one `WriteError` naming the file and
 the cause.
+
+`interruptible` makes SIGTERM end a command as SIGINT does (a `KeyboardInterrupt`), so that the
+writes in flight remove their temporaries on the way out, as they do on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,6 +92,24 @@ def remove_dir(path: Path, tmp_prefix: str = ".tmp-") -> None:
     os.replace(path, doomed)
     _fsync_dir(path.parent)
     shutil.rmtree(doomed)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """In the body, SIGTERM raises `KeyboardInterrupt` (as SIGINT does); the old handler is restored after.
+    Outside the main thread (where no handler can be set) the body runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def write_error(path: str | Path, error: OSError) -> WriteError:

@@ -1,4 +1,4 @@
-"""Kendall's tau-b against hand-counted pairs."""
+"""Kendall's tau-b against hand-counted pairs, and against scipy.stats.kendalltau (docs/design/libraries.md)."""
 
 import math
 
@@ -35,3 +35,17 @@ def test_constant_vector_is_nan_and_bad_lengths_raise():
     assert math.isnan(kendall_tau(torch.ones(3), torch.tensor([1.0, 2, 3])))
     with pytest.raises(AttnkitError, match="one length"):
         kendall_tau(torch.ones(3), torch.ones(4))
+
+
+def test_equals_scipy_kendalltau_with_and_without_ties():
+    stats = pytest.importorskip("scipy.stats", reason="scipy is the analysis extra (make test installs it)")
+    g = torch.Generator().manual_seed(0)
+    for n in (2, 3, 7, 40, 200):
+        for ties in (False, True):
+            x, y = torch.randn(n, generator=g), torch.randn(n, generator=g)
+            if ties:  # few distinct values: many pairs tied in one vector, in the other, or in both
+                x, y = (v.mul(2).round() for v in (x, y))
+            if len(set(x.tolist())) == 1 or len(set(y.tolist())) == 1:
+                continue
+            expected = stats.kendalltau(x.numpy(), y.numpy()).statistic  # variant "b" by default
+            assert kendall_tau(x, y) == pytest.approx(expected, abs=1e-12), (n, ties)

@@ -120,4 +120,4 @@ def test_a_family_without_pairs_is_refused_naming_those_with(tiny_transformer_ru
     loaded = load_run(tiny_transformer_run)
     loaded = replace(loaded, family=replace(loaded.family, pairs=None))
     with pytest.raises(AttnkitError, match=r"gives no source/target pairs to score its heads on \(translation, parsing runs do\)"):
-        run_importance(loaded, ["t1 t2"], "text")
+        run_importance(loaded, ["t1 t2"], "text", "unused")

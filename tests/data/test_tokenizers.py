@@ -66,6 +66,26 @@ def test_kind_is_read_from_the_model(spm_model: Path) -> None:
     assert SentencePieceTokenizer(spm_model).to_dict() == {"kind": kind, "model": spm_model.name}
 
 
+def test_the_fields_read_by_hand_equal_sentencepiece_model_pb2(tmp_path: Path) -> None:
+    """attnkit reads two fields of the model proto by hand (protobuf is not a dependency: docs/design/libraries.md);
+    sentencepiece's own generated reader, which needs protobuf, must read the same values, for every model type
+    and for remove_extra_whitespaces set, unset (its default: true) and cleared."""
+    pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2", reason="needs protobuf (make test installs it)")
+    lines = [" ".join(f"w{(i * j) % 23}x{j % 5}" for j in range(1, 9)) for i in range(200)]
+    (tmp_path / "own.model").write_bytes(tokenizers._train(lines, model_type="bpe", vocab_size=28, character_coverage=1.0, seed=1))
+    proto = pb2.ModelProto.FromString((tmp_path / "own.model").read_bytes())
+    assert not proto.normalizer_spec.remove_extra_whitespaces and SentencePieceTokenizer(tmp_path / "own.model")._strip is False
+    for name, code in pb2.TrainerSpec.ModelType.items():
+        proto.trainer_spec.model_type = code
+        assert tokenizers._model_type(proto.SerializeToString()) == name.lower()
+    proto.trainer_spec.model_type = pb2.TrainerSpec.UNIGRAM
+    for change in (lambda n: setattr(n, "remove_extra_whitespaces", True), lambda n: n.ClearField("remove_extra_whitespaces")):
+        change(proto.normalizer_spec)
+        path = tmp_path / "changed.model"
+        path.write_bytes(proto.SerializeToString())
+        assert SentencePieceTokenizer(path)._strip is proto.normalizer_spec.remove_extra_whitespaces is True
+
+
 def test_vocabulary_ids_equal_sentencepiece_ids(spm_model: Path, m30k_slice: dict[str, Path]) -> None:
     processor = spm.SentencePieceProcessor(model_file=str(spm_model))
     assert [processor.id_to_piece(i) for i in range(4)] == list(SPECIALS)

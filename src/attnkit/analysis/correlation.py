@@ -7,8 +7,9 @@ Kendall's tau-b (Kendall 1945), which corrects for ties:
 over all pairs i < j: n_c concordant pairs (both vectors order i, j the same way), n_d discordant
 pairs, n_0 = n(n - 1)/2, n_1 pairs tied in the first vector, n_2 pairs tied in the second (a pair
 tied in both counts in both). It is scipy.stats.kendalltau's default (variant "b"); scipy is not a
-dependency, so it is computed here over all pairs, O(n^2) for n tokens. A constant vector gives NaN,
-as in scipy.
+dependency (the `analysis` extra), and `attnkit faithfulness` runs without it, so it is computed here
+over all pairs, O(n^2) for n tokens (docs/design/libraries.md; the tests compare it with scipy's). A
+constant vector gives NaN, as in scipy.
 """
 
 from __future__ import annotations

@@ -41,18 +41,26 @@ def head_importance(loss: Callable[[Tensor, Batch], Tensor], batches: Iterable[B
     total = torch.zeros(shape, dtype=torch.float64)  # (L, H)
     seen = 0
     for batch in batches:
-        mask = torch.ones(shape, requires_grad=True)  # (L, H)
-        value = loss(mask, batch)
-        if value.dim() != 0:
-            raise AttnkitError(f"head importance: the loss must be a scalar, got shape {tuple(value.shape)}")
-        (grad,) = torch.autograd.grad(value, mask)  # (L, H)
-        total += grad.detach().abs().double()
+        total += head_gradient(loss, batch, shape)
         seen += 1
     if not seen:
         raise AttnkitError("head importance: no batches given")
-    if normalise:
-        total = total / total.norm(dim=-1, keepdim=True).clamp_min(1e-20)  # (L, H)
-    return total.float()  # (L, H)
+    return (normalise_layers(total) if normalise else total).float()  # (L, H)
+
+
+def head_gradient(loss: Callable[[Tensor, Batch], Tensor], batch: Batch, shape: tuple[int, int]) -> Tensor:
+    """|d loss(mask, batch) / d mask| at mask = 1, one batch's term of I_h: -> (L, H) float64."""
+    mask = torch.ones(shape, requires_grad=True)  # (L, H)
+    value = loss(mask, batch)
+    if value.dim() != 0:
+        raise AttnkitError(f"head importance: the loss must be a scalar, got shape {tuple(value.shape)}")
+    (grad,) = torch.autograd.grad(value, mask)  # (L, H)
+    return grad.detach().abs().double()  # (L, H)
+
+
+def normalise_layers(total: Tensor) -> Tensor:
+    """Each layer's (row's) scores divided by their L2 norm (Molchanov et al. 2017): (L, H) -> (L, H)."""
+    return total / total.norm(dim=-1, keepdim=True).clamp_min(1e-20)  # (L, H)
 
 
 def pruning_order(importance: Tensor) -> list[Head]:

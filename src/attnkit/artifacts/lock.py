@@ -6,6 +6,7 @@ processes never write one folder: the second is refused with one line naming the
 holder (pid, host, start time, from the lock file). The lock file stays in the folder; a process that
 was killed (even with SIGKILL) holds nothing, so its run can be resumed at once. `flock` locks one
 open file, not one process: a second `locked()` on the same folder in the same process is refused too.
+Not `filelock`: its native lock writes no holder into the file (docs/design/libraries.md).
 """
 
 from __future__ import annotations

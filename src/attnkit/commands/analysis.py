@@ -69,12 +69,13 @@ def cmd_heads(args: argparse.Namespace) -> int:
 
 
 def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | None) -> int:
-    """`heads --importance [--prune [STEP]]`: OUT/importance.json (`sources.importance`)."""
-    from attnkit.io import atomic_write_text
+    """`heads --importance [--prune [STEP]]`: OUT/importance.json (`sources.importance`; resumable, SIGTERM as SIGINT)."""
+    from attnkit.io import atomic_write_text, interruptible
     from attnkit.sources.importance import run_importance
 
-    doc = run_importance(loaded, lines, source, prune)
-    atomic_write_text(out / "importance.json", json.dumps(doc, indent=1) + "\n")
+    with interruptible():
+        doc = run_importance(loaded, lines, source, out, prune)
+        atomic_write_text(out / "importance.json", json.dumps(doc, indent=1) + "\n")
     least = ", ".join(doc["order"][:3])
     pruned = f"; accuracy {doc['pruning'][0]['accuracy']:.1f}% with every head, {len(doc['pruning'])} pruning steps" if prune else ""
     print(f"wrote {out / 'importance.json'}: {doc['heads']} heads over {doc['pairs']} pairs, least important {least}{pruned}")
@@ -82,6 +83,7 @@ def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | N
 
 
 def cmd_faithfulness(args: argparse.Namespace) -> int:
+    from attnkit.io import interruptible
     from attnkit.progress import counter
     from attnkit.sources import open_source
     from attnkit.sources.faithfulness import METHODS, Settings, run_faithfulness
@@ -89,7 +91,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
-    with counter(0, "faithfulness", unit="text") as bar:
+    with interruptible(), counter(0, "faithfulness", unit="text") as bar:
 
         def progress(done: int, total: int) -> None:
             bar.total = total
@@ -154,7 +156,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("run", help="run folder")
     add_text(p, "sentences (--importance: source<TAB>reference lines, or sources alone)")
-    p.add_argument("--out", required=True, help="folder for heads.json and heads-KIND.png (--importance: importance.json)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="folder for heads.json and heads-KIND.png (--importance: importance.json, and importance.jsonl, the progress a rerun resumes from)",
+    )
     p.add_argument("--importance", action="store_true", help="head importance (Michel et al. 2019) instead of the statistics")
     p.add_argument("--prune", type=positive_int, nargs="?", const=1, metavar="STEP",
                    help="with the importance, mask the least important heads STEP at a time (default 1) and report the metric at each step")  # fmt: skip

@@ -13,6 +13,9 @@ variants:
   A-h1: {model.n_heads: 1, model.d_k: 256, model.d_v: 256}
 grid: {model.dropout: [0.0, 0.2]}   # optional: crossed with the named variants
 ```
+
+Not Hydra's multirun or Optuna: the first would own the command line and the config, the second
+samples a search space; docs/design/libraries.md says why.
 """
 
 from __future__ import annotations

@@ -312,7 +312,10 @@ def _model_type(proto: bytes) -> str:
 
 
 def _proto_fields(buf: bytes) -> Iterator[tuple[int, int | bytes | None]]:
-    """Yield ``(field number, value)`` of a protobuf message (varints and byte strings decoded)."""
+    """Yield ``(field number, value)`` of a protobuf message (varints and byte strings decoded).
+
+    By hand, not ``sentencepiece_model_pb2``: that needs protobuf, which is not a dependency
+    (docs/design/libraries.md; the tests compare the two)."""
     view, pos = memoryview(buf), 0
     while pos < len(view):
         key, pos = _varint(view, pos)

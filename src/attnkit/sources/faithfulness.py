@@ -16,15 +16,13 @@ as AOPC, the deletion curve and its area). The methods (`METHODS`):
 Resumable: `DIR/examples.jsonl` starts with a header (the model's, the data's and the settings'
 fingerprints), then one line per text, appended whole as each finishes (`io.append_text`); a run
 started again skips the texts it holds, drops a last line a kill cut short, and refuses, in one line,
-a file written for another model, data file or settings. `--limit` is not a setting: a longer run
+a file written for another model, data file or settings (`sources.progress`). `--limit` is not a setting: a longer run
 continues a shorter one. The summary (`sources.faithfulness_report`) is computed from that file.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,14 +30,16 @@ from pathlib import Path
 import torch
 
 from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness, leave_one_out, random_scores
-from attnkit.errors import AttnkitError, DataError
+from attnkit.errors import AttnkitError
 from attnkit.io import append_text
 from attnkit.sources.explained import Explained
+from attnkit.sources.progress import data_fingerprint, model_fingerprint, read_progress
 from attnkit.sources.source import Source
 
 METHODS = ("attention", "rollout", "flow", "ixg", "ig", "loo", "random")
 EXAMPLES = "examples.jsonl"
 FORMAT = 1  # the header's `attnkit_faithfulness` version
+WHAT = "an examples file of attnkit faithfulness"
 
 
 @dataclass(frozen=True)
@@ -104,67 +104,13 @@ def example_record(source: Source, index: int, text: str, settings: Settings) ->
     return {"index": index, "text": text, "outputs": outputs}
 
 
-def _files_digest(files: Sequence[Path]) -> str:
-    h = hashlib.sha256()
-    for f in sorted(files):
-        st = f.stat()
-        h.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
-
-
-def model_fingerprint(source: Source) -> str:
-    """The files that make the model (a run's run.json and checkpoint, a Hugging Face folder's): names, sizes, times."""
-    return _files_digest(source.files())
-
-
-def data_fingerprint(path: str | Path) -> str:
-    """sha256 of the data file's bytes."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
-    return h.hexdigest()
-
-
 def header(source: Source, data: str | Path, settings: Settings) -> dict:
     return {
         "attnkit_faithfulness": FORMAT,
-        "model": model_fingerprint(source),
+        "model": model_fingerprint(source.files()),
         "data": data_fingerprint(data),
         "settings": json.loads(json.dumps(asdict(settings))),
     }
-
-
-def read_progress(path: Path, expected: dict) -> dict[int, dict]:
-    """The records examples.jsonl holds (index -> record), after checking its header against `expected`.
-
-    A last line without its newline (a kill during the append) is cut off the file.
-    """
-    if not path.exists():
-        append_text(path, json.dumps(expected) + "\n")
-        return {}
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        os.truncate(path, end)
-    lines = data[:end].decode("utf-8").splitlines()
-    if not lines:
-        append_text(path, json.dumps(expected) + "\n")
-        return {}
-    try:
-        found = json.loads(lines[0])
-        records = [json.loads(line) for line in lines[1:]]
-    except json.JSONDecodeError as e:
-        raise AttnkitError(f"{path}: not an examples file of attnkit faithfulness ({e.msg}); use another --out") from None
-    if not isinstance(found, dict) or found.get("attnkit_faithfulness") != FORMAT:
-        raise AttnkitError(f"{path}: not an examples file of attnkit faithfulness; use another --out")
-    differ = [what for what, key in (("model", "model"), ("data file", "data"), ("settings", "settings")) if found.get(key) != expected[key]]
-    if differ:
-        raise AttnkitError(f"{path}: written for another {' and '.join(differ)}; cannot resume: use another --out or delete the file")
-    return {r["index"]: r for r in records}
 
 
 def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | Path, settings: Settings = Settings(), limit: int | None = None,
@@ -182,7 +128,7 @@ def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | P
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / EXAMPLES
-    records = read_progress(path, header(loaded, data, settings))
+    records = {r["index"]: r for r in read_progress(path, header(loaded, data, settings), WHAT)}
     done = sum(1 for i in range(len(texts)) if i in records)
     if progress is not None:
         progress(done, len(texts))

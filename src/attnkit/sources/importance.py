@@ -13,27 +13,46 @@ The pairs come from the run's family (`Family.pairs`: the ids of `source<TAB>ref
 a line without a reference is scored against the run's own greedy output (so accuracy starts at
 100%, but for the EOS of an output cut at the step limit: it measures how far masking moves the
 model from itself).
+
+Resumable, as `attnkit faithfulness` is: `OUT/importance.jsonl` (`sources.progress`) starts with a
+header (the fingerprints of the run's files, of the lines and of the dtype and device), then holds
+one line per pair (`{"pair": i, "gradient": |dL/dxi| (L, H)}`) and one per pruning step
+(`{"masked": k, "accuracy": ..., "loss": ...}`), each appended whole as it is done. A run started
+again with the same `--out` computes only what the file lacks; a file written for another run, other
+lines or another dtype is refused in one line. The sum over pairs is taken in pair order from the
+recorded terms (JSON floats round-trip exactly), so a resumed run gives the figures of an
+uninterrupted one. `--prune STEP` is not a setting: a step's figures depend only on how many heads
+are masked, so another STEP reuses the steps on file.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnkit.analysis.importance import head_importance, mask_first, pruning_order
+from attnkit.analysis.importance import head_gradient, mask_first, normalise_layers, pruning_order
 from attnkit.data.batching import collate
 from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.greedy import greedy
 from attnkit.errors import AttnkitError
+from attnkit.io import append_text
 from attnkit.models.head_mask import KINDS
 from attnkit.models.transformer import HeadMask, Transformer
+from attnkit.sources.progress import lines_fingerprint, model_fingerprint, read_progress
+from attnkit.sources.source import RunSource
 
 Pair = tuple[list[int], list[int]]  # (source ids, target ids), no EOS
+Record = Callable[[dict], None]  # appends one record to the progress file
 BATCH = 64  # pairs a metric pass takes at once
+PROGRESS = "importance.jsonl"
+FORMAT = 1  # the header's `attnkit_importance` version
+WHAT = "a progress file of attnkit heads --importance"
 
 
 @dataclass(frozen=True)
@@ -117,25 +136,36 @@ def scores(model: Transformer, lay: Layout, pairs: Sequence[Pair]) -> Callable[[
     return metric
 
 
-def importance(model: Transformer, lay: Layout, pairs: Sequence[Pair], progress: Callable[[int], None] = lambda n: None) -> Tensor:
-    """Michel et al.'s I_h over `pairs`, one pair at a time, normalised per layer: -> (L_enc + 2 L_dec, H)."""
+def importance(model: Transformer, lay: Layout, pairs: Sequence[Pair], progress: Callable[[int], None] = lambda n: None, *,
+               done: dict[int, list] | None = None, record: Record = lambda r: None) -> Tensor:  # fmt: skip
+    """Michel et al.'s I_h over `pairs`, one pair at a time, normalised per layer: -> (L_enc + 2 L_dec, H).
+
+    `done` holds the terms |dL/dxi| of pairs already on file (pair -> (L, H) lists); each new term goes to `record`.
+    """
+    done = done or {}
     loss = pair_loss(model, lay, pairs)
-
-    def each():
-        for i in range(len(pairs)):
-            yield i
-            progress(1)
-
-    return head_importance(loss, each(), lay.shape)
+    total = torch.zeros(lay.shape, dtype=torch.float64)  # (L, H)
+    for i in range(len(pairs)):
+        if i in done:
+            total += torch.tensor(done[i], dtype=torch.float64)  # (L, H)
+            continue
+        term = head_gradient(loss, i, lay.shape)  # (L, H)
+        record({"pair": i, "gradient": term.tolist()})
+        total += term
+        progress(1)
+    return normalise_layers(total).float()  # (L, H)
 
 
 def prune_steps(metric: Callable[[Tensor], dict[str, float]], order: Sequence[tuple[int, int]], shape: tuple[int, int], step: int,
-                progress: Callable[[int], None] = lambda n: None) -> list[dict]:  # fmt: skip
-    """The metric with 0, step, 2 step, ... and finally all heads of `order` masked: [{"masked": k, ...}, ...]."""
-    counts = [*range(0, len(order), step), len(order)]
+                done: dict[int, dict], record: Record, progress: Callable[[int], None] = lambda n: None) -> list[dict]:  # fmt: skip
+    """The metric with 0, step, 2 step, ... and finally all heads of `order` masked: [{"masked": k, ...}, ...]
+    (`done`: the steps on file, by k; each new one goes to `record`)."""
     curve = []
-    for k in counts:
-        curve.append({"masked": k, **metric(mask_first(order, k, shape))})
+    for k in [*range(0, len(order), step), len(order)]:
+        if k not in done:
+            done[k] = {"masked": k, **metric(mask_first(order, k, shape))}
+            record(done[k])
+        curve.append(done[k])
         progress(1)
     return curve
 
@@ -148,9 +178,17 @@ def head_report(found: Tensor, lay: Layout) -> dict:
     return {"importance": by_kind, "order": [lay.name(r, h) for r, h in pruning_order(found)]}
 
 
-def run_importance(loaded, lines: Sequence[str], where: str, prune_step: int | None = None) -> dict:
+def progress_header(loaded, lines: Sequence[str]) -> dict:
+    """What the figures depend on: the run's files, the lines, the model's dtype and device."""
+    weight = next(loaded.model.parameters())
+    return {"attnkit_importance": FORMAT, "model": model_fingerprint(RunSource(loaded).files()), "data": lines_fingerprint(lines),
+            "settings": {"dtype": str(weight.dtype).removeprefix("torch."), "device": weight.device.type}}  # fmt: skip
+
+
+def run_importance(loaded, lines: Sequence[str], where: str, out: str | Path, prune_step: int | None = None) -> dict:
     """Importance of every head of a loaded run over `lines` (`source<TAB>reference` or a source alone) and,
-    with `prune_step`, the pruning steps; the JSON `attnkit heads --importance` writes (module docstring)."""
+    with `prune_step`, the pruning steps; the JSON `attnkit heads --importance` writes (module docstring).
+    Resumes from OUT/importance.jsonl, where it records its progress."""
     from attnkit.families import FAMILIES
     from attnkit.progress import counter
 
@@ -159,12 +197,23 @@ def run_importance(loaded, lines: Sequence[str], where: str, prune_step: int | N
     if family.pairs is None:
         able = ", ".join(f.name for f in FAMILIES.values() if f.pairs is not None)
         raise AttnkitError(f"{loaded.folder}: a {family.name} run gives no source/target pairs to score its heads on ({able} runs do)")
-    pairs = complete(model, family.pairs(loaded, lines, where), loaded.run.decode)
+    given = family.pairs(loaded, lines, where)  # a line it cannot read is refused first
+    path = Path(out) / PROGRESS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    records = read_progress(path, progress_header(loaded, lines), WHAT)  # before any model pass: a refusal is at once
+    terms = {r["pair"]: r["gradient"] for r in records if "pair" in r}
+    steps = {r["masked"]: r for r in records if "masked" in r}
+
+    def record(r: dict) -> None:
+        append_text(path, json.dumps(r) + "\n")
+
+    pairs = complete(model, given, loaded.run.decode)
     with counter(len(pairs), "head importance", unit="pair") as bar:
-        found = importance(model, lay, pairs, bar.update)
+        bar.update(len(terms))
+        found = importance(model, lay, pairs, bar.update, done=terms, record=record)
     doc = {"run": str(loaded.folder), "pairs": len(pairs), "heads": lay.shape[0] * lay.heads, **head_report(found, lay)}
     if prune_step is not None:
         order = pruning_order(found)
         with counter(len(range(0, len(order), prune_step)) + 1, "pruning", unit="step") as bar:
-            doc["pruning"] = prune_steps(scores(model, lay, pairs), order, lay.shape, prune_step, bar.update)
+            doc["pruning"] = prune_steps(scores(model, lay, pairs), order, lay.shape, prune_step, steps, record, bar.update)
     return doc

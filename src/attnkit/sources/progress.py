@@ -1,0 +1,81 @@
+"""The progress file of a resumable analysis command (`faithfulness`, `heads --importance`).
+
+A JSONL file: a header (the command's format key and version, and the fingerprints of what the
+figures depend on: the model's files, the data, the settings), then one record a line, each
+appended whole as it is done (`io.append_text`). `read_progress` opens such a file for a run that
+starts (again): it writes the header of a new file, cuts off a last line that a kill left without
+its newline, and refuses, in one line, a file written for another model, data or settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from attnkit.errors import AttnkitError, DataError
+from attnkit.io import append_text
+
+FINGERPRINTS = (("model", "model"), ("data file", "data"), ("settings", "settings"))  # (what a refusal names, header key)
+
+
+def model_fingerprint(files: Sequence[Path]) -> str:
+    """The files that make a model (a run's run.json and checkpoint, a Hugging Face folder's): names, sizes, times."""
+    h = hashlib.sha256()
+    for f in sorted(files):
+        st = f.stat()
+        h.update(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def data_fingerprint(path: str | Path) -> str:
+    """sha256 of a data file's bytes."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
+    return h.hexdigest()
+
+
+def lines_fingerprint(lines: Iterable[str]) -> str:
+    """sha256 of texts, one a line (texts given as arguments or on stdin have no file)."""
+    h = hashlib.sha256()
+    for line in lines:
+        h.update(line.encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def read_progress(path: Path, expected: dict, what: str) -> list[dict]:
+    """The records of the progress file `path` (`what` it is, for errors: "an examples file of attnkit
+    faithfulness"), after checking its header against `expected`; a new file gets `expected` as its header.
+
+    The header's first key is the format (its value the version); the others are those of `FINGERPRINTS`.
+    """
+    if not path.exists():
+        append_text(path, json.dumps(expected) + "\n")
+        return []
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        os.truncate(path, end)  # a last line a kill cut short
+    lines = data[:end].decode("utf-8").splitlines()
+    if not lines:
+        append_text(path, json.dumps(expected) + "\n")
+        return []
+    try:
+        found = json.loads(lines[0])
+        records = [json.loads(line) for line in lines[1:]]
+    except json.JSONDecodeError as e:
+        raise AttnkitError(f"{path}: not {what} ({e.msg}); use another --out") from None
+    fmt = next(iter(expected))
+    if not isinstance(found, dict) or found.get(fmt) != expected[fmt]:
+        raise AttnkitError(f"{path}: not {what}; use another --out")
+    differ = [name for name, key in FINGERPRINTS if found.get(key) != expected[key]]
+    if differ:
+        raise AttnkitError(f"{path}: written for another {' and '.join(differ)}; cannot resume: use another --out or delete the file")
+    return records
