@@ -1,0 +1,86 @@
+"""What the long road keeps of each layer: its post-rotary queries and keys, through transformers' `AttentionInterface`.
+
+`register()` adds the attention implementation `IMPLEMENTATION` to transformers (and its mask to
+the mask interface, the same as SDPA's), and a model loaded with `attn_implementation=IMPLEMENTATION`
+calls `attend` in each attention module. `attend` hands the module's query (1, H, N, D) and key
+(1, Hkv, N, D) (after the rotary embedding, before the grouped-query repeat) with the module's
+`scaling`, `sliding_window` and `softcap` to the `Capture` opened by `capturing`, then computes the
+layer's output as the kernel would: `sdpa_attention_forward` (PyTorch's fused kernel, which never
+returns weights), or, where the logits are soft-capped (Gemma 2, for which SDPA has no path),
+`blocks.blockwise_attention`. Layers are numbered by call order from 1, as the npz numbers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from torch import Tensor
+
+from attnkit.sources.hf.long.blocks import KeptLayer, blockwise_attention
+
+IMPLEMENTATION = "attnkit_long"
+
+
+@dataclass
+class Capture:
+    """The kept layers of one forward pass (batch 1); `layers` limits which (1-based; None: all)."""
+
+    layers: frozenset[int] | None = None
+    queries: Tensor | None = None  # (m,) positions whose queries are kept (None: every query)
+    kept: dict[int, KeptLayer] = field(default_factory=dict)
+    calls: int = 0  # attention calls so far: the next layer's number less one
+
+
+_active: list[Capture] = []  # the open capture (at most one)
+
+
+def _kept(query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None,
+          positions: Tensor | None = None, copy: bool = True) -> KeptLayer:  # fmt: skip
+    """A layer's queries (H, N, D) (or those at `positions`, (H, m, D)) and keys (Hkv, N, D), copied out of the
+    forward pass's buffers (or not: `copy` False, for this call only)."""
+    scale = scaling if scaling is not None else query.size(-1) ** -0.5
+    window = sliding_window if sliding_window is not None and sliding_window < key.size(2) else None
+    q = query[0].detach() if positions is None else query[0, :, positions.to(query.device)].detach()  # (H, N or m, D)
+    k = key[0].detach()  # (Hkv, N, D)
+    if copy:
+        q, k = q.clone(), k.clone()
+    return KeptLayer(q, k, float(scale), window, softcap, positions)
+
+
+def attend(module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None, dropout: float = 0.0,
+           scaling: float | None = None, sliding_window: int | None = None, softcap: float | None = None, **kwargs):  # fmt: skip
+    """The attention interface: keep query and key for the open capture, then attend as the kernel does."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if _active:
+        capture = _active[-1]
+        capture.calls += 1
+        if capture.layers is None or capture.calls in capture.layers:
+            capture.kept[capture.calls] = _kept(query, key, scaling, sliding_window, softcap, capture.queries)
+    if softcap is not None:
+        layer = _kept(query, key, scaling, sliding_window, softcap, copy=False)
+        return blockwise_attention(layer, value[0]).transpose(0, 1).unsqueeze(0), None  # (1, N, H, D)
+    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+
+
+def register() -> None:
+    """Make `IMPLEMENTATION` a name transformers accepts as `attn_implementation` (idempotent)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    AttentionInterface.register(IMPLEMENTATION, attend)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(IMPLEMENTATION, sdpa_mask)
+
+
+@contextmanager
+def capturing(layers: frozenset[int] | None = None, queries: Tensor | None = None) -> Iterator[Capture]:
+    """Keep the keys and queries (all, or those at positions `queries`) of the attention calls inside the block,
+    of the layers numbered in `layers` (None: all)."""
+    capture = Capture(layers, queries)
+    _active.append(capture)
+    try:
+        yield capture
+    finally:
+        _active.remove(capture)
