@@ -52,22 +52,36 @@ class KeptLayer:
         return (max(0, first - self.window + 1) if self.window is not None else 0), last + 1
 
 
+def _mask(scores: Tensor, qpos: Tensor, lo: int, window: int | None) -> None:
+    """Set to -inf, in place, the logits (h, b, n) of keys lo.. that queries at qpos (b,) may not see: only the
+    two bands where the causal edge and the window's edge run are compared, the keys between are all seen."""
+    first, last = int(qpos[0]), int(qpos[-1])
+    if last > first:  # the causal edge: keys first+1..last
+        edge = torch.arange(first + 1, lo + scores.size(-1), device=scores.device)  # (e,)
+        scores[..., first + 1 - lo :].masked_fill_(edge[None, :] > qpos[:, None], float("-inf"))
+    if window is not None:  # the window's edge: keys lo..last-window
+        stop = min(last - window + 1 - lo, scores.size(-1))
+        if stop > 0:
+            edge = torch.arange(lo, lo + stop, device=scores.device)  # (e,)
+            scores[..., :stop].masked_fill_(qpos[:, None] - edge[None, :] >= window, float("-inf"))
+
+
 def probabilities(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None) -> tuple[Tensor, int]:
     """Exact attention rows of queries q0..q1 over keys lo..hi: ((h, b, hi - lo) float32, lo)."""
     lo, hi = layer.key_range(q0, q1)
-    h = torch.arange(layer.heads, device=layer.query.device) if heads is None else heads  # (h,)
-    kv = h // (layer.heads // layer.key.size(0))  # (h,): each query head's key/value head
-    q = layer.query[h, q0:q1].float()  # (h, b, D)
-    k = layer.key[kv, lo:hi].float()  # (h, n, D)
-    scores = torch.matmul(q, k.transpose(1, 2)) * layer.scaling  # (h, b, n)
+    groups = layer.heads // layer.key.size(0)
+    if heads is None:  # every head: each key/value head's group of query heads in one product, keys not repeated
+        q = layer.query[:, q0:q1].float() * layer.scaling  # (H, b, D)
+        k = layer.key[:, lo:hi].float()  # (Hkv, n, D)
+        b = q.size(1)
+        scores = torch.matmul(q.reshape(k.size(0), groups * b, -1), k.transpose(1, 2)).view(layer.heads, b, -1)  # (H, b, n)
+    else:
+        q = layer.query[heads, q0:q1].float() * layer.scaling  # (h, b, D)
+        k = layer.key[heads // groups, lo:hi].float()  # (h, n, D)
+        scores = torch.matmul(q, k.transpose(1, 2))  # (h, b, n)
     if layer.softcap is not None:
         scores = torch.tanh(scores / layer.softcap) * layer.softcap
-    qpos = layer.position(q0, q1)[:, None]  # (b, 1)
-    kpos = torch.arange(lo, hi, device=q.device)[None, :]  # (1, n)
-    allowed = kpos <= qpos  # (b, n)
-    if layer.window is not None:
-        allowed &= qpos - kpos < layer.window
-    scores.masked_fill_(~allowed, float("-inf"))
+    _mask(scores, layer.position(q0, q1), lo, layer.window)
     return torch.softmax(scores, dim=-1), lo  # (h, b, n)
 
 

@@ -23,7 +23,8 @@ from attnkit.sources.hf.long.blocks import BLOCK_BYTES
 from attnkit.sources.hf.long.summaries import NAMES
 
 GiB = 2**30
-WORKSPACE_ARRAYS = 8  # (H, b, N) float32 arrays alive at once in a block pass (scores, rows, masks, pooling pads)
+WORKSPACE_ARRAYS = 5  # (H, b, N) float32 arrays alive at once in a block pass (scores, rows, masks, pooling pads)
+EAGER_ARRAYS = 4  # (H, N, N) float32 arrays alive at once in an eager layer
 TOKEN_BYTES = 64  # a token's label in the npz (numpy fixed-width unicode)
 
 
@@ -70,7 +71,7 @@ def shape_of(model) -> Shape:
 
 def forward_bytes(shape: Shape, n: int) -> int:
     """The weights and the forward pass's activations at n tokens (logits for the last position only)."""
-    activations = n * shape.dtype_bytes * (8 * shape.hidden + 3 * shape.intermediate + 2 * (shape.heads + 2 * shape.kv_heads) * shape.head_dim)
+    activations = n * shape.dtype_bytes * (16 * shape.hidden + 6 * shape.intermediate + 4 * (shape.heads + 2 * shape.kv_heads) * shape.head_dim)
     return shape.weights + activations + (n * n if shape.sliding else 0)
 
 
@@ -102,8 +103,9 @@ def estimate(shape: Shape, n: int, plan: Plan) -> Estimate:
 
 
 def eager_bytes(shape: Shape, n: int) -> int:
-    """The eager road at n tokens: the forward pass and two (H, N, N) float32 copies of one layer's weights."""
-    return forward_bytes(shape, n) + 2 * shape.heads * n * n * 4
+    """The eager road at n tokens: the forward pass, eager attention's (N, N) float mask and a few (H, N, N)
+    float32 arrays of one layer (scores, weights, the copy written), and rollout's few (N, N) products."""
+    return forward_bytes(shape, n) + (EAGER_ARRAYS * shape.heads + 4) * n * n * 4
 
 
 def gib(size: int) -> str:
@@ -126,7 +128,7 @@ def _fits(shape: Shape, n: int, plan: Plan, budget: int) -> str:
     """What would fit in `budget`: fewer layers, rows only, or nothing."""
     fewer = next((k for k in range(plan.layers - 1, 0, -1) if estimate(shape, n, replace(plan, layers=k)).memory <= budget), None)
     if fewer is not None:
-        return f"--layers with at most {fewer} layers ({gib(estimate(shape, n, replace(plan, layers=fewer)).memory)})"
+        return f"--layers naming at most {fewer} of the {plan.layers} layers ({gib(estimate(shape, n, replace(plan, layers=fewer)).memory)})"
     rows = replace(plan, rows_only=True, rows=max(plan.rows, 1))
     if not plan.rows_only and estimate(shape, n, rows).memory <= budget:
         return f"--long rows ({gib(estimate(shape, n, rows).memory)})"

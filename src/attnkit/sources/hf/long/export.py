@@ -73,13 +73,8 @@ def _write_scans(writer: NpzWriter, kept: dict[int, KeptLayer], options: LongOpt
     return rollout
 
 
-def write_long(hf: HfModel, text: str, writer: NpzWriter, options: LongOptions) -> dict:
-    """The long road's npz of `text` through `hf` into `writer`; returns a summary."""
-    from attnkit.sources.hf.inputs import prepare
-    from attnkit.sources.options import AttentionOptions
-
-    prep = prepare(hf, text, AttentionOptions(truncate=options.truncate))
-    ids = prep.inputs["input_ids"]  # (1, N)
+def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWriter, options: LongOptions) -> dict:
+    """The long road's npz of token ids (1, N) labelled `tokens` through `hf` into `writer`; returns a summary."""
     n = ids.size(1)
     shape = budget.shape_of(hf.model)
     check_choice("layers", options.layers, shape.layers, 1)
@@ -88,9 +83,8 @@ def write_long(hf: HfModel, text: str, writer: NpzWriter, options: LongOptions) 
     rows_only = options.mode == "rows"
     plan = budget.Plan(len(options.layers or range(shape.layers)), len(rows), len(options.heads or range(shape.heads)), rows_only)
     est = budget.check(hf.name, shape, n, plan, options.max_memory or budget.available_memory() // 2)
-    queries = torch.tensor(rows) if rows_only else None
-    kept = forward(hf, ids, frozenset(options.layers) if options.layers else None, queries)
-    writer.add("tokens", prep.tokens)
+    kept = forward(hf, ids, frozenset(options.layers) if options.layers else None, torch.tensor(rows) if rows_only else None)
+    writer.add("tokens", tokens)
     writer.add("layers", np.array(sorted(kept)))
     writer.add("rows", np.array(rows))
     writer.add("rows/heads", np.array(options.heads or range(shape.heads)))
@@ -107,6 +101,15 @@ def write_long(hf: HfModel, text: str, writer: NpzWriter, options: LongOptions) 
             writer.add("rollout_rows", rollout.numpy())
         summary["rollout"] = rollout is not None
     return summary
+
+
+def write_long(hf: HfModel, text: str, writer: NpzWriter, options: LongOptions) -> dict:
+    """The long road's npz of `text` through `hf` into `writer` (too long for the model's positions: one line)."""
+    from attnkit.sources.hf.inputs import prepare
+    from attnkit.sources.options import AttentionOptions
+
+    prep = prepare(hf, text, AttentionOptions(truncate=options.truncate))
+    return write_ids(hf, prep.inputs["input_ids"], prep.tokens, writer, options)
 
 
 def export_long(source: str, text: str, out: str | Path, options: LongOptions) -> dict:

@@ -22,11 +22,11 @@ class RolloutStep:
 
     def add(self, p: Tensor, lo: int, q0: int) -> None:
         """Add rows p (H, b, n) of queries q0.. over keys lo.. (their head mean is A_l's block)."""
-        mean = p.mean(dim=0).cpu()  # (b, n)
-        b = mean.size(0)
-        z = 0.5 * mean.sum(dim=-1) + 0.5  # (b,): the row sums of 0.5 A + 0.5 I
+        h, b, n = p.shape
+        z = 0.5 * p.sum(dim=-1).mean(dim=0).cpu() + 0.5  # (b,): the row sums of 0.5 A + 0.5 I
         w = self.rows[:, q0 : q0 + b] / z  # (m, b)
-        self.out[:, lo : lo + mean.size(1)] += 0.5 * (w @ mean)  # (m, n)
+        spread = (w / h).repeat(1, h).to(p.device)  # (m, h b): the head mean folded into one product
+        self.out[:, lo : lo + n] += 0.5 * torch.matmul(spread, p.reshape(h * b, n)).cpu()  # (m, n)
         self.out[:, q0 : q0 + b] += 0.5 * w
 
 

@@ -12,7 +12,7 @@ from torch import Tensor
 from attnkit.sources.hf.long.blocks import BLOCK_BYTES, KeptLayer, block_rows, probabilities
 from attnkit.sources.hf.long.pooling import Pooled
 from attnkit.sources.hf.long.rollout import RolloutStep
-from attnkit.sources.hf.long.summaries import NAMES, block_summaries, without_sink
+from attnkit.sources.hf.long.summaries import NAMES, block_summaries
 
 
 @dataclass
@@ -29,22 +29,19 @@ def scan_layer(layer: KeptLayer, window: int, pools: tuple[int, ...], step: Roll
     """Every query block of `layer` once; `on_block(rows)` after each (progress)."""
     h, n = layer.heads, layer.query.size(1)
     sums = {name: torch.zeros(h, n) for name in NAMES}  # (H, N) each
-    pooled = {s: Pooled(h, layer.length, s) for s in pools}
-    free = {s: Pooled(h, layer.length, s) for s in pools}
+    pooled = Pooled(h, layer.length, pools)
     rows = block_rows(h, layer.length, BLOCK_BYTES)
     for q0 in range(0, n, rows):
         q1 = min(n, q0 + rows)
         p, lo = probabilities(layer, q0, q1)  # (H, b, k)
         for name, value in block_summaries(p, lo, int(layer.position(q0, q0 + 1)[0]), window).items():
             sums[name][:, q0:q1] = value.cpu()
-        for s in pools:
-            pooled[s].add(p, lo, q0)
-            free[s].add(without_sink(p, lo), lo, q0)
+        pooled.add(p, lo, q0)
         if step is not None:
             step.add(p, lo, q0)
         if on_block is not None:
             on_block(q1 - q0)
-    return LayerScan(sums, {s: a.means() for s, a in pooled.items()}, {s: a.means() for s, a in free.items()})
+    return LayerScan(sums, {s: pooled.means(s) for s in pools}, {s: pooled.means(s, sink=False) for s in pools})
 
 
 def exact_rows(layer: KeptLayer, queries: list[int], heads: list[int] | None) -> Tensor:

@@ -19,24 +19,18 @@ NAMES = ("sink", "entropy", "distance", "local")
 
 
 def block_summaries(p: Tensor, lo: int, q0: int, window: int) -> dict[str, Tensor]:
-    """The summaries of attention rows p (h, b, n) of queries q0.. over keys lo..: name -> (h, b)."""
-    qpos = torch.arange(q0, q0 + p.size(1), device=p.device)[:, None]  # (b, 1)
-    back = (qpos - torch.arange(lo, lo + p.size(2), device=p.device)[None, :]).float()  # (b, n): q - k
-    sink = p[..., 0] if lo == 0 else p.new_zeros(p.shape[:2])  # (h, b)
+    """The summaries of attention rows p (h, b, n) of queries q0..q0+b over keys lo..: name -> (h, b).
+
+    Distance is q - sum_k p k (a product with the key positions); the local mass sums only the band of
+    keys q0 - window + 1 .. q0 + b that some row's window reaches."""
+    b, n = p.shape[1:]
+    qpos = torch.arange(q0, q0 + b, device=p.device).float()  # (b,)
+    kpos = torch.arange(lo, lo + n, device=p.device).float()  # (n,)
+    start = max(0, q0 - window + 1 - lo)  # the band's first key, as an index into p's keys
+    near = (qpos[:, None] - kpos[None, start:]) < window  # (b, n - start)
     return {
-        "sink": sink,
+        "sink": p[..., 0] if lo == 0 else p.new_zeros(p.shape[:2]),  # (h, b)
         "entropy": -torch.special.xlogy(p, p).sum(dim=-1),  # (h, b)
-        "distance": (p * back).sum(dim=-1),  # (h, b)
-        "local": (p * (back < window)).sum(dim=-1),  # (h, b)
+        "distance": qpos * p.sum(dim=-1) - torch.matmul(p, kpos),  # (h, b)
+        "local": (p[..., start:] * near).sum(dim=-1),  # (h, b)
     }
-
-
-def without_sink(p: Tensor, lo: int) -> Tensor:
-    """Rows p (h, b, n) with the first token's column removed (set to 0) and renormalised; a row with all its
-    mass on the first token (query 0 always) becomes all zeros."""
-    if lo > 0:
-        return p
-    rest = p.clone()  # (h, b, n)
-    rest[..., 0] = 0
-    total = rest.sum(dim=-1, keepdim=True)  # (h, b, 1)
-    return torch.where(total > 0, rest / total.clamp_min(torch.finfo(p.dtype).tiny), rest)  # (h, b, n)
