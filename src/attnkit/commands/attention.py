@@ -21,10 +21,15 @@ def _text(args: argparse.Namespace) -> str | None:
     return read_document(args.document) if args.document is not None else args.text
 
 
+def _budget(args: argparse.Namespace) -> int | None:
+    from attnkit.sources.hf.long.budget import parse_size
+
+    return parse_size(args.max_memory) if args.max_memory else None
+
+
 def _long(args: argparse.Namespace, text: str | None) -> dict:
     from attnkit.sources import is_run
     from attnkit.sources.hf.long import LongOptions, export_long
-    from attnkit.sources.hf.long.budget import parse_size
 
     if is_run(args.source):
         raise AttnkitError(f"{args.source}: --long reads Hugging Face decoder models; attnkit runs take the full maps (leave out --long)")
@@ -34,7 +39,7 @@ def _long(args: argparse.Namespace, text: str | None) -> dict:
         raise AttnkitError("--long writes summaries, pooled maps, exact rows and rollout rows; --flow, --attribute and --words need the full maps")
     options = LongOptions(
         mode=args.long, rows=tuple(args.rows or ()), layers=tuple(args.layers) if args.layers else None, heads=tuple(args.heads) if args.heads else None,
-        window=args.window, max_memory=parse_size(args.max_memory) if args.max_memory else None, truncate=args.truncate,
+        window=args.window, max_memory=_budget(args), truncate=args.truncate,
     )  # fmt: skip
     return export_long(args.source, text, args.out, options)
 
@@ -46,11 +51,12 @@ def cmd_attention(args: argparse.Namespace) -> int:
     if args.long:
         print(json.dumps(_long(args, text)))
         return 0
-    if args.rows or args.layers or args.heads or args.max_memory:
-        raise AttnkitError("--rows, --layers, --heads and --max-memory go with --long")
+    if args.rows or args.layers or args.heads:
+        raise AttnkitError("--rows, --layers and --heads go with --long")
     options = AttentionOptions(
         target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow,
         attribute=tuple(args.attribute or ()), output=args.attribute_target, max_new_tokens=args.max_new_tokens, checkpoint=args.checkpoint,
+        max_memory=_budget(args),
     )  # fmt: skip
     summary = export_attention(args.source, text, args.out, options)
     print(json.dumps(summary))
@@ -68,7 +74,7 @@ def _add_long(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", nargs="+", type=positive_int, metavar="L", help="with --long: keep these layers only (1 is the first; default: all)")
     p.add_argument("--heads", nargs="+", type=non_negative_int, metavar="H", help="with --long: the heads of the exact rows (default: all)")
     p.add_argument("--window", type=positive_int, default=64, help="with --long: the local window of the `local` summary, in tokens")
-    p.add_argument("--max-memory", metavar="SIZE", help="with --long: the memory budget, e.g. 8G (default: half of the memory available)")
+    p.add_argument("--max-memory", metavar="SIZE", help="Hugging Face text models: the memory budget, e.g. 8G (default: half of the memory available)")
 
 
 def add(sub: argparse._SubParsersAction) -> None:

@@ -81,11 +81,13 @@ def test_refusals_are_one_line(hf_folder, tmp_path, capsys):
     long_doc.write_text(DOCUMENT * 3, encoding="utf-8")
     assert "tokens, the model takes at most 32" in _error(capsys, folder, "--document", str(long_doc), "--long", "--out", out)
     line = _error(capsys, folder, "the cat sat", "--long", "--max-memory", "1K", "--out", out)
-    assert "over the budget of 0.00 GiB (--max-memory); what fits: nothing: the forward pass alone needs" in line
+    assert "over the budget of 0.0 MiB (--max-memory); what fits: nothing: the forward pass alone needs" in line
     assert "--rows 99: the input has" in _error(capsys, folder, "the cat sat", "--long", "--rows", "99", "--out", out)
     assert "--layers 3: the model has layers 1 to 2" in _error(capsys, folder, "the cat sat", "--long", "--layers", "3", "--out", out)
     assert "not both" in _error(capsys, folder, "the cat", "--document", str(long_doc), "--out", out)
     assert "no-such.txt: cannot read the document" in _error(capsys, folder, "--document", str(tmp_path / "no-such.txt"), "--out", out)
+    line = _error(capsys, folder, "the cat sat", "--max-memory", "1K", "--out", out)
+    assert "the full maps of 4 tokens need about" in line and "--long takes the input without them" in line
     assert "go with --long" in _error(capsys, folder, "the cat", "--rows", "1", "--out", out)
     assert not (tmp_path / "x.npz").exists()
 

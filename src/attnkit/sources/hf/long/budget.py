@@ -10,7 +10,8 @@ holds. `benchmarks/long_context.py` sets the estimate beside the measured peak.
 
 Above the budget (`--max-memory`, default half of the memory available now) the run is refused
 with one line that says what would fit: fewer layers, or rows only, or nothing (the forward pass
-alone is too big).
+alone is too big). The eager road (every full map, `sources.hf.export`) is held to the same budget
+(`check_eager`).
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def eager_bytes(shape: Shape, n: int) -> int:
 
 
 def gib(size: int) -> str:
-    return f"{size / GiB:.2f} GiB"
+    """A size in GiB, or in MiB below a tenth of one."""
+    return f"{size / GiB:.2f} GiB" if size >= GiB // 10 else f"{size / 2**20:.1f} MiB"
 
 
 def available_memory() -> int:
@@ -144,6 +146,18 @@ def check(name: str, shape: Shape, n: int, plan: Plan, budget: int) -> Estimate:
             f"blocks {gib(est.work)}), over the budget of {gib(budget)} (--max-memory); what fits: {_fits(shape, n, plan, budget)}"
         )
     return est
+
+
+def check_eager(name: str, shape: Shape, n: int, budget: int | None) -> None:
+    """One line if the eager road's full maps of n tokens are over `budget` bytes (None: half of what is available)."""
+    need = eager_bytes(shape, n)
+    budget = budget or available_memory() // 2
+    if need > budget:
+        disk = shape.layers * shape.heads * n * n * 4
+        raise AttnkitError(
+            f"{name}: the full maps of {n} tokens need about {gib(need)} of memory and {gib(disk)} on disk, over the budget of {gib(budget)} "
+            "(--max-memory); --long takes the input without them (decoder models)"
+        )
 
 
 def parse_size(text: str) -> int:
