@@ -24,7 +24,7 @@ from attnkit.sources.hf.long.blocks import BLOCK_BYTES
 from attnkit.sources.hf.long.summaries import NAMES
 
 GiB = 2**30
-WORKSPACE_ARRAYS = 5  # (H, b, N) float32 arrays alive at once in a block pass (scores, rows, masks, pooling pads)
+WORKSPACE_ARRAYS = 3.5  # (H, b, N) float32 arrays alive at once in a block pass: logits, rows, the entropy's terms, bands
 EAGER_ARRAYS = 4  # (H, N, N) float32 arrays alive at once in an eager layer
 TOKEN_BYTES = 64  # a token's label in the npz (numpy fixed-width unicode)
 
@@ -98,7 +98,7 @@ def estimate(shape: Shape, n: int, plan: Plan) -> Estimate:
     kept = plan.layers * (shape.heads * queries + shape.kv_heads * n) * shape.head_dim * shape.dtype_bytes
     rows = plan.rows * plan.row_heads * n * 4
     scans = 0 if plan.rows_only else shape.heads * (len(NAMES) * n + 2 * _tiles(n, plan.pools)) * 4 + 2 * plan.rows * n * 4
-    block = 0 if plan.rows_only else WORKSPACE_ARRAYS * min(BLOCK_BYTES, 4 * shape.heads * n * n)
+    block = 0 if plan.rows_only else int(WORKSPACE_ARRAYS * min(BLOCK_BYTES, 4 * shape.heads * n * n))
     disk = n * TOKEN_BYTES + plan.layers * (rows + (0 if plan.rows_only else scans)) + plan.rows * n * 4
     return Estimate(forward_bytes(shape, n), kept, block + rows + scans, disk)
 
