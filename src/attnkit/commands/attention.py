@@ -39,7 +39,7 @@ def _long(args: argparse.Namespace, text: str | None) -> dict:
         raise AttnkitError("--long writes summaries, pooled maps, exact rows and rollout rows; --flow, --attribute and --words need the full maps")
     options = LongOptions(
         mode=args.long, rows=tuple(args.rows or ()), layers=tuple(args.layers) if args.layers else None, heads=tuple(args.heads) if args.heads else None,
-        window=args.window, max_memory=_budget(args), truncate=args.truncate,
+        window=args.window, max_memory=_budget(args), truncate=args.truncate, new_tokens=args.max_new_tokens,
     )  # fmt: skip
     return export_long(args.source, text, args.out, options)
 
@@ -101,7 +101,12 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--attribute-target", type=non_negative_int, metavar="N",
                    help="with --attribute: the output attributed: a class, a next-token id, or a target position (default: the model's own)")  # fmt: skip
     renamed(p, "--output", "--attribute-target")
-    p.add_argument("--max-new-tokens", type=positive_int, help="encoder-decoder models: the longest greedy output (default: 2 x input + 10)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        help="encoder-decoder models: the longest greedy output (default: 2 x input + 10); with --long: "
+        "generate this many tokens greedily and write the attention row of each",
+    )
     p.add_argument("--checkpoint", default="best", help="attnkit runs: best (default), last, or a step number")
     _add_long(p)
     p.set_defaults(func=cmd_attention)

@@ -40,7 +40,7 @@ def test_document_file(hf_folder, tmp_path, capsys):
     doc = tmp_path / "doc.txt"
     doc.write_text(DOCUMENT, encoding="utf-8")
     out = tmp_path / "long.npz"
-    assert main(["attention", str(folder), "--document", str(doc), "--long", "--rows", "-1", "2:4", "--out", str(out)]) == 0
+    assert main(["attention", str(folder), "--document", str(doc), "--long", "--rows", "-1", "2:4", "--max-new-tokens", "3", "--out", str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     reference, tokens = _eager(folder, DOCUMENT)
     assert summary["tokens"] == len(tokens) and summary["layers"] == 2 and summary["rollout"]
@@ -53,6 +53,8 @@ def test_document_file(hf_folder, tmp_path, capsys):
         assert z[f"pooled64/layer{l}"].shape == (4, 1, 1) and z[f"pooled64_without_sink/layer{l}"].shape == (4, 1, 1)
     np.testing.assert_allclose(z["sink"], np.stack([a[..., 0].mean(-1).numpy() for a in reference]), atol=1e-5, rtol=0)
     assert z["rollout_rows"].shape == (3, len(tokens)) and int(z["window"]) == 64
+    k = summary["generated"]
+    assert 1 <= k <= 3 and z["generated/layer2"].shape == (4, k, len(tokens) + k - 1) and len(z["generated_tokens"]) == k
 
 
 def test_document_from_stdin_rows_only(hf_folder, tmp_path, capsys, monkeypatch):

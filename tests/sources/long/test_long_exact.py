@@ -1,18 +1,24 @@
 """The long road equals transformers' eager `output_attentions` on tiny random decoders of every architecture
 it covers (grouped-query attention, sliding windows, soft-capping, learned and rotary positions): exact rows,
-blocks, summaries, pooled maps with and without the sink, and rollout rows, all within 1e-5 in float32."""
+blocks, summaries, pooled maps with and without the sink, rollout rows and the rows of generated tokens, all
+within 1e-5 in float32; and a model whose attention bypasses the interface (BLOOM) is refused in one line."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
-from tiny_decoders import ARCHS, eager_attentions, ids, model
+from tiny_decoders import ARCHS, eager_attentions, ids, model, transformers
 
 from attnkit.analysis.rollout import rollout
+from attnkit.errors import AttnkitError
+from attnkit.sources.hf.load import HfModel
 from attnkit.sources.hf.long.blocks import probabilities
 from attnkit.sources.hf.long.capture import IMPLEMENTATION, capturing, register
+from attnkit.sources.hf.long.export import forward, write_generation
 from attnkit.sources.hf.long.rollout import RolloutStep, start
 from attnkit.sources.hf.long.scan import exact_rows, scan_layer
+from attnkit.sources.npz import npz_writer
 
 N = 90  # tokens: more than Mistral's and Gemma 2's window (16), not a multiple of the pool sizes
 POOLS = (8, 32)
@@ -83,3 +89,27 @@ def test_rows_only_keeps_the_chosen_queries(name):
     kept, _ = _kept(name, x, layers=frozenset({2}), queries=torch.tensor(ROWS))
     assert list(kept) == [2] and kept[2].query.size(1) == len(ROWS)
     torch.testing.assert_close(exact_rows(kept[2], list(range(len(ROWS))), None), reference[1][:, ROWS], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "gemma2", "gpt2"])
+def test_generation_rows_equal_eager(name, tmp_path):
+    x = ids(40)
+    register()
+    hf = HfModel(name, model(name, IMPLEMENTATION), None, None, "decoder", 512)
+    with npz_writer(tmp_path / "g.npz") as writer:
+        k = write_generation(writer, hf, x, None, 6)
+    z = np.load(tmp_path / "g.npz")
+    whole = torch.cat([x, torch.tensor([[int(t) for t in z["generated_tokens"]]])], dim=1)  # (1, 40 + k)
+    reference = eager_attentions(name, whole)
+    assert k >= 1 and len(z["generated_tokens"]) == k
+    for l, a in enumerate(reference, 1):
+        expected = a[:, 39 : 39 + k, : 39 + k]  # the rows that chose each new token
+        torch.testing.assert_close(torch.from_numpy(z[f"generated/layer{l}"]), expected, atol=ATOL, rtol=0)
+
+
+def test_eager_only_models_are_refused():
+    register()
+    config = transformers.BloomConfig(vocab_size=97, hidden_size=16, n_layer=2, n_head=4)
+    bloom = HfModel("bloom", transformers.BloomForCausalLM._from_config(config, attn_implementation=IMPLEMENTATION).eval(), None, None, "decoder", None)
+    with pytest.raises(AttnkitError, match="eager only"):
+        forward(bloom, ids(20), None, None)

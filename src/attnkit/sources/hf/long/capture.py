@@ -8,6 +8,7 @@ calls `attend` in each attention module. `attend` hands the module's query (1, H
 layer's output as the kernel would: `sdpa_attention_forward` (PyTorch's fused kernel, which never
 returns weights), or, where the logits are soft-capped (Gemma 2, for which SDPA has no path),
 `blocks.blockwise_attention`. Layers are numbered by call order from 1, as the npz numbers them.
+While `generate` runs, the capture keeps instead each pass's last row (`Capture.per_pass`).
 """
 
 from __future__ import annotations
@@ -18,19 +19,40 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
-from attnkit.sources.hf.long.blocks import KeptLayer, blockwise_attention
+from attnkit.sources.hf.long.blocks import KeptLayer, blockwise_attention, probabilities
 
 IMPLEMENTATION = "attnkit_long"
 
 
 @dataclass
 class Capture:
-    """The kept layers of one forward pass (batch 1); `layers` limits which (1-based; None: all)."""
+    """The kept layers of one forward pass (batch 1); `layers` limits which (1-based; None: all).
+
+    With `per_pass` (the model's layer count) it records generation instead: every forward pass of
+    `generate` (the prompt's, then one per new token), the exact attention row of its last query,
+    (H, keys) as the layer saw them, into `steps`; layer numbers restart with each pass."""
 
     layers: frozenset[int] | None = None
     queries: Tensor | None = None  # (m,) positions whose queries are kept (None: every query)
     kept: dict[int, KeptLayer] = field(default_factory=dict)
-    calls: int = 0  # attention calls so far: the next layer's number less one
+    calls: int = 0  # attention calls so far
+    per_pass: int | None = None  # generation: attention calls per forward pass
+    steps: dict[int, list[Tensor]] = field(default_factory=dict)  # generation: per layer, (H, keys) rows
+
+    def record(self, query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None) -> None:
+        """Keep this attention call's layer (or, generating, its last query's row)."""
+        self.calls += 1
+        number = self.calls if self.per_pass is None else (self.calls - 1) % self.per_pass + 1
+        if self.layers is not None and number not in self.layers:
+            return
+        if self.per_pass is None:
+            self.kept[number] = _kept(query, key, scaling, sliding_window, softcap, self.queries)
+            return
+        layer = _kept(query, key, scaling, sliding_window, softcap, copy=False)
+        row, lo = probabilities(layer, layer.query.size(1) - 1, layer.query.size(1))  # (H, 1, n)
+        full = row.new_zeros(layer.heads, layer.length)  # (H, keys)
+        full[:, lo:] = row[:, 0]
+        self.steps.setdefault(number, []).append(full.cpu())
 
 
 _active: list[Capture] = []  # the open capture (at most one)
@@ -55,10 +77,7 @@ def attend(module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Te
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     if _active:
-        capture = _active[-1]
-        capture.calls += 1
-        if capture.layers is None or capture.calls in capture.layers:
-            capture.kept[capture.calls] = _kept(query, key, scaling, sliding_window, softcap, capture.queries)
+        _active[-1].record(query, key, scaling, sliding_window, softcap)
     if softcap is not None:
         layer = _kept(query, key, scaling, sliding_window, softcap, copy=False)
         return blockwise_attention(layer, value[0]).transpose(0, 1).unsqueeze(0), None  # (1, N, H, D)
@@ -75,10 +94,10 @@ def register() -> None:
 
 
 @contextmanager
-def capturing(layers: frozenset[int] | None = None, queries: Tensor | None = None) -> Iterator[Capture]:
+def capturing(layers: frozenset[int] | None = None, queries: Tensor | None = None, per_pass: int | None = None) -> Iterator[Capture]:
     """Keep the keys and queries (all, or those at positions `queries`) of the attention calls inside the block,
-    of the layers numbered in `layers` (None: all)."""
-    capture = Capture(layers, queries)
+    of the layers numbered in `layers` (None: all); or, with `per_pass`, the rows of generation (`Capture`)."""
+    capture = Capture(layers, queries, per_pass=per_pass)
     _active.append(capture)
     try:
         yield capture

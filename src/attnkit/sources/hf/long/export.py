@@ -8,6 +8,8 @@ top first, is scanned block by block (`scan`) and written before the next: per-q
 pooled maps `pooled<s>/layer<l>` and `pooled<s>_without_sink/layer<l>` (H, t, t) (`pooling`), exact
 rows `rows/layer<l>` (h, m, N) of the queries `rows` and heads `rows/heads`, and `rollout_rows`
 (m, N) (`rollout`, when every layer is kept). `layers` lists the kept layers, `tokens` the input.
+With new tokens asked for, greedy generation follows, by the same road: `generated/layer<l>`, the
+row that chose each new token (`write_generation`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,29 @@ def forward(hf: HfModel, ids: torch.Tensor, layers: frozenset[int] | None, queri
     return capture.kept
 
 
+def write_generation(writer: NpzWriter, hf: HfModel, ids: torch.Tensor, layers: frozenset[int] | None, new_tokens: int) -> int:
+    """Generate up to `new_tokens` greedily and write, per kept layer, `generated/layer<l>` (H, k, N + k - 1): row t is the
+    attention of position N - 1 + t, the one that chose new token t, over every position before it; and
+    `generated_tokens` (k,). Returns k."""
+    n = ids.size(1)
+    model = hf.model
+    pad = model.generation_config.pad_token_id
+    pad = model.generation_config.eos_token_id if pad is None else pad
+    with capturing(layers, per_pass=budget.shape_of(model).layers) as capture, torch.inference_mode():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens, do_sample=False,
+                             num_beams=1, pad_token_id=pad)  # fmt: skip
+    new = out[0, n:].tolist()
+    k = len(new)
+    writer.add("generated_tokens", hf.tokenizer.convert_ids_to_tokens(new) if hf.tokenizer is not None else [str(i) for i in new])
+    for l in sorted(capture.steps):
+        rows = capture.steps[l][:k]
+        grid = torch.zeros(rows[0].size(0), k, n + k - 1)  # (H, k, N + k - 1)
+        for t, row in enumerate(rows):  # right-aligned: a sliding-window cache holds only the latest keys
+            grid[:, t, n + t - row.size(-1) : n + t] = row
+        writer.add(f"generated/layer{l}", grid.numpy())
+    return k
+
+
 def _write_scans(writer: NpzWriter, kept: dict[int, KeptLayer], options: LongOptions, rollout: torch.Tensor | None) -> torch.Tensor | None:
     """Scan every kept layer, top first, writing each; the rollout rows if `rollout` (m, N) is given."""
     layers = sorted(kept, reverse=True)
@@ -81,7 +106,7 @@ def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWrit
     check_choice("heads", options.heads, shape.heads, 0)
     rows = resolve_rows(options.rows, n)
     rows_only = options.mode == "rows"
-    plan = budget.Plan(len(options.layers or range(shape.layers)), len(rows), len(options.heads or range(shape.heads)), rows_only)
+    plan = budget.Plan(len(options.layers or range(shape.layers)), len(rows) + (options.new_tokens or 0), len(options.heads or range(shape.heads)), rows_only)
     est = budget.check(hf.name, shape, n, plan, options.max_memory or budget.available_memory() // 2)
     kept = forward(hf, ids, frozenset(options.layers) if options.layers else None, torch.tensor(rows) if rows_only else None)
     writer.add("tokens", tokens)
@@ -100,6 +125,8 @@ def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWrit
         if rollout is not None:
             writer.add("rollout_rows", rollout.numpy())
         summary["rollout"] = rollout is not None
+    if options.new_tokens:
+        summary["generated"] = write_generation(writer, hf, ids, frozenset(options.layers) if options.layers else None, options.new_tokens)
     return summary
 
 

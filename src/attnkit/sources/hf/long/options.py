@@ -19,6 +19,7 @@ class LongOptions:
     window: int = 64  # the local window of the `local` summary, in tokens
     max_memory: int | None = None  # bytes (None: half of the memory available)
     truncate: bool = False
+    new_tokens: int | None = None  # greedy generation after the input: the rows of each new token
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
