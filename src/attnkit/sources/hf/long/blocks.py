@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+LOWEST = torch.finfo(torch.float32).min  # a masked logit
+
 
 @dataclass(frozen=True)
 class KeptLayer:
@@ -53,21 +55,21 @@ class KeptLayer:
 
 
 def _mask(scores: Tensor, qpos: Tensor, lo: int, window: int | None) -> None:
-    """Set to -inf, in place, the logits (h, b, n) of keys lo.. that queries at qpos (b,) may not see: only the
+    """Set to the lowest float (eager attention's fill: its exponential is 0, its product with 0 is 0), in place, the logits (h, b, n) of keys lo.. that queries at qpos (b,) may not see: only the
     two bands where the causal edge and the window's edge run are compared, the keys between are all seen."""
     first, last = int(qpos[0]), int(qpos[-1])
     if last > first:  # the causal edge: keys first+1..last
         edge = torch.arange(first + 1, lo + scores.size(-1), device=scores.device)  # (e,)
-        scores[..., first + 1 - lo :].masked_fill_(edge[None, :] > qpos[:, None], float("-inf"))
+        scores[..., first + 1 - lo :].masked_fill_(edge[None, :] > qpos[:, None], LOWEST)
     if window is not None:  # the window's edge: keys lo..last-window
         stop = min(last - window + 1 - lo, scores.size(-1))
         if stop > 0:
             edge = torch.arange(lo, lo + stop, device=scores.device)  # (e,)
-            scores[..., :stop].masked_fill_(qpos[:, None] - edge[None, :] >= window, float("-inf"))
+            scores[..., :stop].masked_fill_(qpos[:, None] - edge[None, :] >= window, LOWEST)
 
 
-def probabilities(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None) -> tuple[Tensor, int]:
-    """Exact attention rows of queries q0..q1 over keys lo..hi: ((h, b, hi - lo) float32, lo)."""
+def logits(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None) -> tuple[Tensor, int]:
+    """The masked logits of queries q0..q1 over keys lo..hi: ((h, b, hi - lo) float32, lo)."""
     lo, hi = layer.key_range(q0, q1)
     groups = layer.heads // layer.key.size(0)
     if heads is None:  # every head: each key/value head's group of query heads in one product, keys not repeated
@@ -82,6 +84,12 @@ def probabilities(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = Non
     if layer.softcap is not None:
         scores = torch.tanh(scores / layer.softcap) * layer.softcap
     _mask(scores, layer.position(q0, q1), lo, layer.window)
+    return scores, lo  # (h, b, n)
+
+
+def probabilities(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None) -> tuple[Tensor, int]:
+    """Exact attention rows of queries q0..q1 over keys lo..hi: ((h, b, hi - lo) float32, lo)."""
+    scores, lo = logits(layer, q0, q1, heads)
     return torch.softmax(scores, dim=-1), lo  # (h, b, n)
 
 

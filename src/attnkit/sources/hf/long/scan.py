@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from attnkit.sources.hf.long.blocks import BLOCK_BYTES, KeptLayer, block_rows, probabilities
+from attnkit.sources.hf.long.blocks import BLOCK_BYTES, KeptLayer, block_rows, logits, probabilities
 from attnkit.sources.hf.long.pooling import Pooled
 from attnkit.sources.hf.long.rollout import RolloutStep
 from attnkit.sources.hf.long.summaries import NAMES, block_summaries
@@ -33,8 +33,11 @@ def scan_layer(layer: KeptLayer, window: int, pools: tuple[int, ...], step: Roll
     rows = block_rows(h, layer.length, BLOCK_BYTES)
     for q0 in range(0, n, rows):
         q1 = min(n, q0 + rows)
-        p, lo = probabilities(layer, q0, q1)  # (H, b, k)
-        for name, value in block_summaries(p, lo, int(layer.position(q0, q0 + 1)[0]), window).items():
+        scores, lo = logits(layer, q0, q1)  # (H, b, k)
+        log_p = torch.log_softmax(scores, dim=-1)  # (H, b, k)
+        del scores
+        p = log_p.exp()  # (H, b, k)
+        for name, value in block_summaries(p, log_p, lo, int(layer.position(q0, q0 + 1)[0]), window).items():
             sums[name][:, q0:q1] = value.cpu()
         pooled.add(p, lo, q0)
         if step is not None:

@@ -18,11 +18,12 @@ from torch import Tensor
 NAMES = ("sink", "entropy", "distance", "local")
 
 
-def block_summaries(p: Tensor, lo: int, q0: int, window: int) -> dict[str, Tensor]:
-    """The summaries of attention rows p (h, b, n) of queries q0..q0+b over keys lo..: name -> (h, b).
+def block_summaries(p: Tensor, log_p: Tensor, lo: int, q0: int, window: int) -> dict[str, Tensor]:
+    """The summaries of attention rows p (h, b, n) (and their logarithms, finite: masked keys very negative) of
+    queries q0..q0+b over keys lo..: name -> (h, b).
 
-    Distance is q - sum_k p k (a product with the key positions); the local mass sums only the band of
-    keys q0 - window + 1 .. q0 + b that some row's window reaches."""
+    Entropy is a product of p with log p; distance is q - sum_k p k (rows sum to 1; a product with the key
+    positions); the local mass sums only the band of keys q0 - window + 1 .. q0 + b that some row's window reaches."""
     b, n = p.shape[1:]
     qpos = torch.arange(q0, q0 + b, device=p.device).float()  # (b,)
     kpos = torch.arange(lo, lo + n, device=p.device).float()  # (n,)
@@ -30,7 +31,7 @@ def block_summaries(p: Tensor, lo: int, q0: int, window: int) -> dict[str, Tenso
     near = (qpos[:, None] - kpos[None, start:]) < window  # (b, n - start)
     return {
         "sink": p[..., 0] if lo == 0 else p.new_zeros(p.shape[:2]),  # (h, b)
-        "entropy": -torch.special.xlogy(p, p).sum(dim=-1),  # (h, b)
-        "distance": qpos * p.sum(dim=-1) - torch.matmul(p, kpos),  # (h, b)
+        "entropy": -torch.linalg.vecdot(p, log_p),  # (h, b)
+        "distance": qpos - torch.matmul(p, kpos),  # (h, b)
         "local": (p[..., start:] * near).sum(dim=-1),  # (h, b)
     }
