@@ -90,6 +90,7 @@ def test_refusals_are_one_line(hf_folder, tmp_path, capsys):
     assert "no-such.txt: cannot read the document" in _error(capsys, folder, "--document", str(tmp_path / "no-such.txt"), "--out", out)
     line = _error(capsys, folder, "the cat sat", "--max-memory", "1K", "--out", out)
     assert "the full maps of 4 tokens need about" in line and "--long takes the input without them" in line
+    assert "--long reads decoder (causal language) models; this one is encoder" in _error(capsys, str(hf_folder("bert")), "a", "--long", "--out", out)
     assert "go with --long" in _error(capsys, folder, "the cat", "--rows", "1", "--out", out)
     assert not (tmp_path / "x.npz").exists()
 

@@ -24,7 +24,7 @@ from attnkit.sources.hf.long.blocks import BLOCK_BYTES
 from attnkit.sources.hf.long.summaries import NAMES
 
 GiB = 2**30
-WORKSPACE_ARRAYS = 3.5  # (H, b, N) float32 arrays alive at once in a block pass: logits, rows, the entropy's terms, bands
+WORKSPACE_ARRAYS = 3.5  # (H, b, N) float32 arrays alive at once in a block pass: logits, log-rows, rows, bands
 EAGER_ARRAYS = 4  # (H, N, N) float32 arrays alive at once in an eager layer
 TOKEN_BYTES = 64  # a token's label in the npz (numpy fixed-width unicode)
 

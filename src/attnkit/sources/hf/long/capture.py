@@ -13,7 +13,7 @@ While `generate` runs, the capture keeps instead each pass's last row (`Capture.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -38,10 +38,13 @@ class Capture:
     calls: int = 0  # attention calls so far
     per_pass: int | None = None  # generation: attention calls per forward pass
     steps: dict[int, list[Tensor]] = field(default_factory=dict)  # generation: per layer, (H, keys) rows
+    after: Callable[[], None] | None = None  # called after each attention call (progress)
 
     def record(self, query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None) -> None:
         """Keep this attention call's layer (or, generating, its last query's row)."""
         self.calls += 1
+        if self.after is not None:
+            self.after()
         number = self.calls if self.per_pass is None else (self.calls - 1) % self.per_pass + 1
         if self.layers is not None and number not in self.layers:
             return
@@ -94,10 +97,11 @@ def register() -> None:
 
 
 @contextmanager
-def capturing(layers: frozenset[int] | None = None, queries: Tensor | None = None, per_pass: int | None = None) -> Iterator[Capture]:
+def capturing(layers: frozenset[int] | None = None, queries: Tensor | None = None, per_pass: int | None = None,
+              after: Callable[[], None] | None = None) -> Iterator[Capture]:  # fmt: skip
     """Keep the keys and queries (all, or those at positions `queries`) of the attention calls inside the block,
     of the layers numbered in `layers` (None: all); or, with `per_pass`, the rows of generation (`Capture`)."""
-    capture = Capture(layers, queries, per_pass=per_pass)
+    capture = Capture(layers, queries, per_pass=per_pass, after=after)
     _active.append(capture)
     try:
         yield capture

@@ -47,8 +47,10 @@ def open_model(source: str) -> HfModel:
 def forward(hf: HfModel, ids: torch.Tensor, layers: frozenset[int] | None, queries: torch.Tensor | None) -> dict[int, KeptLayer]:
     """One forward pass of ids (1, N), keeping the chosen layers' keys and queries; logits for the last position only."""
     extra = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(hf.model.forward).parameters else {}
-    with capturing(layers, queries) as capture, torch.inference_mode():
-        hf.model(input_ids=ids, **extra)
+    total = budget.shape_of(hf.model).layers
+    with bar(total=total, desc="long: forward", unit="layer") as progress, capturing(layers, queries, after=progress.update) as capture:
+        with torch.inference_mode():
+            hf.model(input_ids=ids, **extra)
     if capture.calls == 0:
         raise AttnkitError(f"{hf.name}: {EAGER_ONLY}")
     return capture.kept
