@@ -67,7 +67,8 @@ def _kept(query: Tensor, key: Tensor, scaling: float | None, sliding_window: int
     forward pass's buffers (or not: `copy` False, for this call only)."""
     scale = scaling if scaling is not None else query.size(-1) ** -0.5
     window = sliding_window if sliding_window is not None and sliding_window < key.size(2) else None
-    q = query[0].detach() if positions is None else query[0, :, positions.to(query.device)].detach()  # (H, N or m, D)
+    positions = None if positions is None else positions.to(query.device)
+    q = query[0].detach() if positions is None else query[0, :, positions].detach()  # (H, N or m, D)
     k = key[0].detach()  # (Hkv, N, D)
     if copy:
         q, k = q.clone(), k.clone()
