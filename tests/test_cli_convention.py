@@ -19,6 +19,8 @@ from attnkit.config.args import Renamed, positive_int, renamed
 MEANINGS: dict[str, tuple[str, ...]] = {
     "the path the command writes, a file or a folder (a second file is named for what it holds)": ("--out", "--attention"),
     "a file of input texts, one a line (beside positional TEXT, else stdin)": ("--input",),
+    "one whole file as one input text (`-`: stdin)": ("--document",),
+    "the long road of `attention` (summaries, pooled maps, exact rows at length)": ("--long", "--rows", "--layers", "--heads", "--window", "--max-memory"),
     "things done at once: decoding threads, batches, trained variants": ("--workers",),
     "a folder holding a training corpus": ("--data",),
     "files of a test set, by their role": ("--src", "--ref", "--labelled", "--trees", "--images", "--captions", "--split"),

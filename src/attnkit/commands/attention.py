@@ -1,7 +1,9 @@
 """`attnkit attention SOURCE TEXT --out FILE.npz`: every attention map of one input, as arrays.
 
 SOURCE is an attnkit run folder, a Hugging Face model folder or a hub id (`attnkit.sources`);
-docs/explorer.md lists what the npz holds.
+docs/explorer.md lists what the npz holds. `--document FILE` (`-`: stdin) reads the input from a
+file, whole; `--long` takes a long input through a Hugging Face decoder without eager attention
+(summaries, pooled maps, exact rows and rollout rows: `attnkit.sources.hf.long`).
 """
 
 from __future__ import annotations
@@ -9,19 +11,70 @@ from __future__ import annotations
 import argparse
 import json
 
-from attnkit.config.args import example, non_negative_int, positive_int, renamed
+from attnkit.config.args import example, non_negative_int, positive_int, read_document, renamed
+from attnkit.errors import AttnkitError
+
+
+def _text(args: argparse.Namespace) -> str | None:
+    if args.document is not None and args.text is not None:
+        raise AttnkitError(f"give the text or --document {args.document}, not both")
+    return read_document(args.document) if args.document is not None else args.text
+
+
+def _budget(args: argparse.Namespace) -> int | None:
+    from attnkit.sources.hf.long.budget import parse_size
+
+    return parse_size(args.max_memory) if args.max_memory else None
+
+
+def _long(args: argparse.Namespace, text: str | None) -> dict:
+    from attnkit.sources import is_run
+    from attnkit.sources.hf.long import LongOptions, export_long
+
+    if is_run(args.source):
+        raise AttnkitError(f"{args.source}: --long reads Hugging Face decoder models; attnkit runs take the full maps (leave out --long)")
+    if text is None:
+        raise AttnkitError("--long: give the text or --document FILE")
+    if args.flow or args.attribute or args.words:
+        raise AttnkitError("--long writes summaries, pooled maps, exact rows and rollout rows; --flow, --attribute and --words need the full maps")
+    options = LongOptions(
+        mode=args.long, rows=tuple(args.rows or ()), layers=tuple(args.layers) if args.layers else None, heads=tuple(args.heads) if args.heads else None,
+        window=args.window, max_memory=_budget(args), truncate=args.truncate, new_tokens=args.max_new_tokens,
+    )  # fmt: skip
+    return export_long(args.source, text, args.out, options)
 
 
 def cmd_attention(args: argparse.Namespace) -> int:
     from attnkit.sources import AttentionOptions, export_attention
 
+    text = _text(args)
+    if args.long:
+        print(json.dumps(_long(args, text)))
+        return 0
+    if args.rows or args.layers or args.heads:
+        raise AttnkitError("--rows, --layers and --heads go with --long")
     options = AttentionOptions(
         target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow,
         attribute=tuple(args.attribute or ()), output=args.attribute_target, max_new_tokens=args.max_new_tokens, checkpoint=args.checkpoint,
+        max_memory=_budget(args),
     )  # fmt: skip
-    summary = export_attention(args.source, args.text, args.out, options)
+    summary = export_attention(args.source, text, args.out, options)
     print(json.dumps(summary))
     return 0
+
+
+def _add_long(p: argparse.ArgumentParser) -> None:
+    from attnkit.sources.hf.long.options import MODES
+
+    p.add_argument("--long", nargs="?", const="all", choices=MODES,
+                   help="a long input through a Hugging Face decoder, its own attention kernel kept: per-layer and -head summaries, "
+                   "pooled maps, exact rows and rollout rows instead of every map (`--long rows`: exact rows only)")  # fmt: skip
+    p.add_argument("--rows", nargs="+", metavar="Q", help="with --long: the query positions of the exact rows and rollout rows: q (negative "
+                   "from the end) or a:b (default: the last token)")  # fmt: skip
+    p.add_argument("--layers", nargs="+", type=positive_int, metavar="L", help="with --long: keep these layers only (1 is the first; default: all)")
+    p.add_argument("--heads", nargs="+", type=non_negative_int, metavar="H", help="with --long: the heads of the exact rows (default: all)")
+    p.add_argument("--window", type=positive_int, default=64, help="with --long: the local window of the `local` summary, in tokens")
+    p.add_argument("--max-memory", metavar="SIZE", help="Hugging Face text models: the memory budget, e.g. 8G (default: half of the memory available)")
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -31,11 +84,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         "attention",
         help="every attention map of one input as one .npz (attnkit runs and Hugging Face models)",
         description="Write tokens and one (heads, queries, keys) float32 array per kind and layer, <kind>/layer<l>, "
-        "plus rollout (and flow, attributions) for one input (docs/explorer.md).",
-        epilog=example('attnkit attention bert-base-uncased "The cat sat on the mat." --out cat.npz'),
-    )
+        "plus rollout (and flow, attributions) for one input; or, with --long, what a long input needs (docs/explorer.md).",
+        epilog=example('attnkit attention bert-base-uncased "The cat sat on the mat." --out cat.npz',
+                       "attnkit attention MODEL --document book.txt --long --rows -1 --out book.npz"),
+    )  # fmt: skip
     p.add_argument("source", help="an attnkit run folder, a Hugging Face model folder (save_pretrained) or a hub id")
     p.add_argument("text", nargs="?", help="the input text (a vision model or a caption run: the image, or --image)")
+    p.add_argument("--document", metavar="FILE", help="read the input text from FILE, whole (`-`: stdin)")
     p.add_argument("--out", required=True, help="the .npz file to write")
     p.add_argument("--target", help="encoder-decoder models: the target to attend over (default: the model's greedy output)")
     p.add_argument("--image", help="vision models and caption runs: the image file")
@@ -46,6 +101,12 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--attribute-target", type=non_negative_int, metavar="N",
                    help="with --attribute: the output attributed: a class, a next-token id, or a target position (default: the model's own)")  # fmt: skip
     renamed(p, "--output", "--attribute-target")
-    p.add_argument("--max-new-tokens", type=positive_int, help="encoder-decoder models: the longest greedy output (default: 2 x input + 10)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        help="encoder-decoder models: the longest greedy output (default: 2 x input + 10); with --long: "
+        "generate this many tokens greedily and write the attention row of each",
+    )
     p.add_argument("--checkpoint", default="best", help="attnkit runs: best (default), last, or a step number")
+    _add_long(p)
     p.set_defaults(func=cmd_attention)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -62,6 +63,22 @@ def read_input(path: str | None) -> list[str]:
         except UnicodeDecodeError as e:
             raise DataError(f"<stdin>: invalid UTF-8 at byte {e.start}") from None
     return read_lines(path)
+
+
+def read_document(path: str) -> str:
+    """The whole of file `path` (stdin for `-`) as one text: UTF-8, its BOM dropped, its lines kept."""
+    where = "<stdin>" if path == "-" else path
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the document: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{where}: invalid UTF-8 at byte {e.start}") from None
+    if not text.strip():
+        raise DataError(f"{where}: the document is empty")
+    return text
 
 
 def add_text(parser: argparse.ArgumentParser, what: str = "sentences") -> None:

@@ -27,6 +27,7 @@ class AttentionOptions:
     output: int | None = None  # which output to attribute: a class, or an output position (None: the model's choice)
     max_new_tokens: int | None = None  # encoder-decoder: the longest greedy output (None: 2 x input + 10)
     checkpoint: str = "best"  # attnkit runs: which checkpoint
+    max_memory: int | None = None  # Hugging Face text models: the memory budget of the full maps, bytes (None: half of what is available)
 
     def __post_init__(self) -> None:
         flow = {True: "explained", False: None}[self.flow] if isinstance(self.flow, bool) else self.flow

@@ -18,6 +18,7 @@ from attnkit.sources.collect import Collector, Groups
 from attnkit.sources.hf.collect import collecting
 from attnkit.sources.hf.inputs import Prepared, prepare, vision_tokens
 from attnkit.sources.hf.load import HfModel
+from attnkit.sources.hf.long.budget import check_eager, shape_of
 from attnkit.sources.npz import NpzWriter
 from attnkit.sources.options import AttentionOptions
 from attnkit.viz.words import join_pieces, word_groups
@@ -92,6 +93,8 @@ def write_hf(hf: HfModel, text: str | None, writer: NpzWriter, options: Attentio
     if options.words and hf.arch == "vision":
         raise AttnkitError(f"{hf.name}: --words merges text pieces; this is a vision model")
     prep = prepare(hf, text, options)
+    if hf.arch in ("encoder", "decoder"):
+        check_eager(hf.name, shape_of(hf.model), len(prep.tokens), options.max_memory)
     collector = Collector(writer, flow=options.flow, words=_groups(prep) if options.words else {}, output=_output_row(hf, prep, options))
     with collecting(hf.model, hf.arch, collector), torch.inference_mode():
         out = hf.model(**prep.inputs)

@@ -6,7 +6,7 @@ not in the cache while offline, a model that needs its own code (`auto_map` in c
 (`pytorch_model.bin`: unpickling can run code), all checked by `artifacts.hf` (the hub cache and
 `check_folder`, shared with the Marian import); and an architecture this transformers does not know.
 The model loads with eager attention (the attention modules then compute and return their
-weights), in the dtype its config names (`dtype="auto"`), and with `device_map="auto"` when
+weights; the long road, `sources.hf.long`, names its own implementation instead), in the dtype its config names (`dtype="auto"`), and with `device_map="auto"` when
 `accelerate` is installed.
 """
 
@@ -85,8 +85,9 @@ def _reader(transformers, folder: Path, name: str, arch: str) -> tuple[Any | Non
         raise AttnkitError(f"{name}: cannot load its {what}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
-def load(source: str) -> HfModel:
-    """Open `source` (folder or hub id), check it and load the model for attention collection."""
+def load(source: str, attn_implementation: str = "eager") -> HfModel:
+    """Open `source` (folder or hub id), check it and load the model for attention collection (eager attention,
+    or the implementation named: the long road's, `sources.hf.long.capture`)."""
     transformers = require(WHAT)
     folder = resolve(source)
     check_folder(folder, source, hub=not Path(source).is_dir())
@@ -100,7 +101,7 @@ def load(source: str) -> HfModel:
     cls = model_class(transformers, config, source)
     extra = {"device_map": "auto"} if importlib.util.find_spec("accelerate") else {}
     try:
-        model = cls.from_pretrained(folder, config=config, attn_implementation="eager", dtype="auto", use_safetensors=True, **extra)
+        model = cls.from_pretrained(folder, config=config, attn_implementation=attn_implementation, dtype="auto", use_safetensors=True, **extra)
     except (OSError, ValueError, RuntimeError) as e:
         raise AttnkitError(f"{source}: cannot load the {cls.__name__} weights: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     model.eval()

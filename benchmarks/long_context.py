@@ -1,0 +1,161 @@
+"""Attention at length, side by side: attnkit's long road against the eager road and `output_attentions`.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/long_context.py [--lengths 2048 8192 32768] [--out FILE.jsonl]
+
+Run it alone on the machine (it times and measures memory). The model is a tiny random Llama (4
+layers, 4 query heads, 2 key/value heads, hidden 128, intermediate 256, vocabulary 512; float32;
+logits for the last position only) reading --lengths random token ids. Each way runs in a fresh
+process and reports its peak resident set size over the size it had after its imports (getrusage
+ru_maxrss), its seconds and the bytes it wrote:
+
+- `sdpa`: the plain forward pass with transformers' SDPA attention (the floor);
+- `long`: `attnkit attention --long`'s road (`sources.hf.long.export.write_ids`): summaries,
+  pooled maps with and without the sink, the last token's exact rows and rollout row, into an npz,
+  with its own estimate of memory and disk (`sources.hf.long.budget`) beside the measurement;
+- `eager`: attnkit's eager road (every layer's (H, N, N) map streamed into an npz, `sources.hf.collect`);
+- `output_attentions`: transformers' eager `output_attentions=True`, every layer at once, as numpy.
+
+A way whose estimate is over half of the memory available is not run: its line holds the estimate.
+One JSON line per (length, way), and a last line per length comparing `long` with `sdpa`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WAYS = ("sdpa", "long", "eager", "output_attentions")
+CONFIG = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 256,
+          "vocab_size": 512, "bos_token_id": 1, "eos_token_id": 2}  # fmt: skip
+
+
+def _mib(size: float) -> float:
+    return round(size / 2**20, 1)
+
+
+def _model(n: int, implementation: str):
+    import torch
+    import transformers
+
+    config = transformers.LlamaConfig(**CONFIG, max_position_embeddings=n)
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM._from_config(config, attn_implementation=implementation).eval()
+
+
+def _run(way: str, n: int, folder: Path) -> dict:
+    """Do `way` at n tokens, the model built first and not timed; returns seconds, bytes written and (long road) its estimate."""
+    import torch
+
+    from attnkit.sources.hf.load import HfModel
+    from attnkit.sources.hf.long.capture import IMPLEMENTATION, register
+    from attnkit.sources.hf.long.export import write_ids
+    from attnkit.sources.hf.long.options import LongOptions
+    from attnkit.sources.npz import npz_writer
+
+    ids = torch.randint(3, CONFIG["vocab_size"], (1, n), generator=torch.Generator().manual_seed(0))  # (1, N)
+    out = folder / "a.npz"
+    register()
+    model = _model(n, {"sdpa": "sdpa", "long": IMPLEMENTATION}.get(way, "eager"))
+    start = time.perf_counter()
+    if way == "long":
+        hf = HfModel("tiny-llama", model, None, None, "decoder", n)
+        with npz_writer(out) as writer:
+            summary = write_ids(hf, ids, [str(i) for i in range(n)], writer, LongOptions(max_memory=2**50))
+        return {"seconds": round(time.perf_counter() - start, 2), "disk_mib": _mib(out.stat().st_size),
+                "estimate_mib": _mib(summary["estimate"]["memory_bytes"]), "estimate_disk_mib": _mib(summary["estimate"]["disk_bytes"])}  # fmt: skip
+    extra = {}
+    with torch.inference_mode():
+        if way == "sdpa":
+            model(input_ids=ids, logits_to_keep=1)
+        elif way == "output_attentions":
+            maps = [a[0].float().numpy() for a in model(input_ids=ids, logits_to_keep=1, output_attentions=True).attentions]
+            extra = {"held_mib": _mib(sum(m.nbytes for m in maps))}
+        else:
+            from attnkit.sources.collect import Collector
+            from attnkit.sources.hf.collect import collecting
+
+            with npz_writer(out) as writer:
+                collector = Collector(writer)
+                with collecting(model, "decoder", collector):
+                    model(input_ids=ids, logits_to_keep=1)
+                collector.finish()
+            extra = {"disk_mib": _mib(out.stat().st_size)}
+    return {"seconds": round(time.perf_counter() - start, 2), **extra}
+
+
+def child(way: str, n: int) -> dict:
+    import torch  # noqa: F401  (the imports are the baseline)
+    import transformers  # noqa: F401
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = _run(way, n, Path(tmp))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"tokens": n, "way": way, "measured": True, "peak_mib": _mib(peak - base), **extra}
+
+
+def estimate(way: str, n: int) -> dict:
+    """What a way would take at n tokens, without running it (bytes -> MiB)."""
+    import torch
+
+    from attnkit.sources.hf.long.budget import Plan, Shape, eager_bytes, estimate, forward_bytes
+
+    model = _model(256, "sdpa")
+    c = model.config
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())  # rotary: no position table to grow with n
+    shape = Shape(c.num_hidden_layers, c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.hidden_size, c.intermediate_size,
+                  weights, torch.float32.itemsize, False)  # fmt: skip
+    maps = c.num_hidden_layers * c.num_attention_heads * n * n * 4
+    if way == "long":
+        est = estimate(shape, n, Plan(c.num_hidden_layers, 1, c.num_attention_heads))
+        return {"memory_mib": _mib(est.memory), "disk_mib": _mib(est.disk)}
+    if way == "sdpa":
+        return {"memory_mib": _mib(forward_bytes(shape, n)), "disk_mib": 0.0}
+    if way == "eager":
+        return {"memory_mib": _mib(eager_bytes(shape, n)), "disk_mib": _mib(maps)}
+    return {"memory_mib": _mib(eager_bytes(shape, n) + maps), "disk_mib": 0.0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 32768])
+    parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
+    parser.add_argument("--out", type=Path, help="also append the lines to this .jsonl file")
+    parser.add_argument("--child", choices=WAYS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.lengths[0])))
+        return
+    import torch
+
+    from attnkit.sources.hf.long.budget import available_memory
+
+    limit = available_memory() // 2
+    for n in args.lengths:
+        lines = {}
+        for way in args.ways:
+            est = estimate(way, n)
+            if est["memory_mib"] * 2**20 > limit:
+                lines[way] = {"tokens": n, "way": way, "measured": False, "estimate": est}
+            else:
+                cmd = [sys.executable, __file__, "--child", way, "--lengths", str(n)]
+                done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                lines[way] = {**json.loads(done.stdout.strip().splitlines()[-1]), "estimate": est, "threads": torch.get_num_threads()}
+        if "long" in lines and "sdpa" in lines and lines["long"]["measured"] and lines["sdpa"]["measured"]:
+            lines["compare"] = {"tokens": n, "way": "long_over_sdpa", "extra_peak_mib": round(lines["long"]["peak_mib"] - lines["sdpa"]["peak_mib"], 1),
+                                "time_ratio": round(lines["long"]["seconds"] / lines["sdpa"]["seconds"], 2)}  # fmt: skip
+        for line in lines.values():
+            print(json.dumps(line), flush=True)
+            if args.out is not None:
+                with args.out.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(line) + "\n")
+
+
+if __name__ == "__main__":
+    main()

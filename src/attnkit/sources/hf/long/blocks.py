@@ -1,0 +1,115 @@
+"""Exact attention of a kept layer, recomputed block by block from its queries and keys.
+
+A block is the softmax rows of queries q0..q1 over the keys they may see: causal (key k <= query
+q), and inside the sliding window where the layer has one (q - k < window, transformers' rule),
+so only keys lo..q1 are computed (lo = q0 - window + 1 with a window, else 0). The logits are
+`scaling * q . k`, soft-capped where the layer caps them (Gemma 2: `softcap * tanh(s / softcap)`),
+in float32 whatever the model's dtype: the same numbers transformers' eager attention gives.
+Keys are kept at the key/value head count and repeated per query head (grouped-query attention)
+only inside a block. Queries are right-aligned with the keys (the last query is the last key), so
+a decoding step's single query works the same way, unless their positions are given (only the
+queries of chosen rows kept).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+LOWEST = torch.finfo(torch.float32).min  # a masked logit
+
+
+@dataclass(frozen=True)
+class KeptLayer:
+    """One layer's post-rotary queries and keys and what its attention does with them."""
+
+    query: Tensor  # (H, Nq, D)
+    key: Tensor  # (Hkv, N, D)
+    scaling: float
+    window: int | None = None  # sliding window (None: every earlier key)
+    softcap: float | None = None  # logit soft-capping (Gemma 2)
+    positions: Tensor | None = None  # (Nq,) the queries' positions, increasing (None: the last Nq positions)
+
+    @property
+    def heads(self) -> int:
+        return self.query.size(0)
+
+    @property
+    def length(self) -> int:
+        return self.key.size(1)
+
+    def position(self, q0: int, q1: int) -> Tensor:
+        """(b,) the positions of queries q0..q1 (query indices)."""
+        if self.positions is not None:
+            return self.positions[q0:q1]
+        offset = self.key.size(1) - self.query.size(1)  # 0 for a whole pass; the cache length for a decoding step
+        return torch.arange(offset + q0, offset + q1, device=self.query.device)
+
+    def key_range(self, q0: int, q1: int) -> tuple[int, int]:
+        """(lo, hi): the keys that queries q0..q1 (query indices) may attend to."""
+        pos = self.position(q0, q1)  # (b,)
+        first, last = int(pos[0]), int(pos[-1])
+        return (max(0, first - self.window + 1) if self.window is not None else 0), last + 1
+
+
+def _mask(scores: Tensor, qpos: Tensor, lo: int, window: int | None) -> None:
+    """Set to the lowest float (eager attention's fill: its exponential is 0, its product with 0 is 0), in place, the logits (h, b, n) of keys lo.. that queries at qpos (b,) may not see: only the
+    two bands where the causal edge and the window's edge run are compared, the keys between are all seen."""
+    first, last = int(qpos[0]), int(qpos[-1])
+    if last > first:  # the causal edge: keys first+1..last
+        edge = torch.arange(first + 1, lo + scores.size(-1), device=scores.device)  # (e,)
+        scores[..., first + 1 - lo :].masked_fill_(edge[None, :] > qpos[:, None], LOWEST)
+    if window is not None:  # the window's edge: keys lo..last-window
+        stop = min(last - window + 1 - lo, scores.size(-1))
+        if stop > 0:
+            edge = torch.arange(lo, lo + stop, device=scores.device)  # (e,)
+            scores[..., :stop].masked_fill_(qpos[:, None] - edge[None, :] >= window, LOWEST)
+
+
+def logits(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None) -> tuple[Tensor, int]:
+    """The masked logits of queries q0..q1 over keys lo..hi: ((h, b, hi - lo) float32, lo)."""
+    lo, hi = layer.key_range(q0, q1)
+    groups = layer.heads // layer.key.size(0)
+    if heads is None:  # every head: each key/value head's group of query heads in one product, keys not repeated
+        q = layer.query[:, q0:q1].float() * layer.scaling  # (H, b, D)
+        k = layer.key[:, lo:hi].float()  # (Hkv, n, D)
+        b = q.size(1)
+        scores = torch.matmul(q.reshape(k.size(0), groups * b, -1), k.transpose(1, 2)).view(layer.heads, b, -1)  # (H, b, n)
+    else:
+        q = layer.query[heads, q0:q1].float() * layer.scaling  # (h, b, D)
+        k = layer.key[heads // groups, lo:hi].float()  # (h, n, D)
+        scores = torch.matmul(q, k.transpose(1, 2))  # (h, b, n)
+    if layer.softcap is not None:
+        scores = torch.tanh(scores / layer.softcap) * layer.softcap
+    _mask(scores, layer.position(q0, q1), lo, layer.window)
+    return scores, lo  # (h, b, n)
+
+
+def probabilities(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None) -> tuple[Tensor, int]:
+    """Exact attention rows of queries q0..q1 over keys lo..hi: ((h, b, hi - lo) float32, lo)."""
+    scores, lo = logits(layer, q0, q1, heads)
+    return torch.softmax(scores, dim=-1), lo  # (h, b, n)
+
+
+def block_rows(heads: int, length: int, budget: int) -> int:
+    """Query rows per block so that one (heads, rows, length) float32 array takes at most `budget` bytes."""
+    return max(1, min(length, budget // (4 * heads * length)))
+
+
+BLOCK_BYTES = 32 * 2**20  # one block's (H, b, N) float32 probabilities; a block pass holds a few such arrays
+
+
+def blockwise_attention(layer: KeptLayer, value: Tensor) -> Tensor:
+    """The attention output of `layer` for values (Hkv, N, D), by query blocks: (H, Nq, D), in the values' dtype."""
+    groups = layer.heads // value.size(0)
+    nq = layer.query.size(1)
+    step = block_rows(layer.heads, layer.length, BLOCK_BYTES)
+    out = torch.empty(layer.heads, nq, value.size(-1), dtype=value.dtype, device=value.device)  # (H, Nq, D)
+    for q0 in range(0, nq, step):
+        q1 = min(nq, q0 + step)
+        p, lo = probabilities(layer, q0, q1)  # (H, b, n)
+        v = value[:, lo : p.size(-1) + lo].repeat_interleave(groups, dim=0).float()  # (H, n, D)
+        out[:, q0:q1] = torch.matmul(p, v).to(value.dtype)  # (H, b, D)
+    return out

@@ -1,0 +1,60 @@
+"""Attention maps pooled into block means at zoom levels of s tokens, with and without the sink.
+
+Level s cuts the (N, N) map of a head into (ceil(N/s), ceil(N/s)) tiles, s queries by s keys (the
+last row and column of tiles shorter when s does not divide N), and holds each tile's mean: the
+masked cells (keys after the query, or outside a sliding window) count as the zeros they are, so a
+tile on the diagonal is about half empty. The sink-aware map is the same of the rows renormalised
+with the first token's column removed: a row's key sums by tile are
+those of the row, tile 0 less the first token, divided by what is left; a row with nothing left
+(query 0) is zeros. `Pooled` adds exact blocks of rows as they are computed, summing each row by
+key tiles once at the finest level and the coarser levels from those sums (every level a multiple
+of the finest), so the map itself never exists.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def tile_sums(p: Tensor, lo: int, s: int) -> tuple[Tensor, int]:
+    """Rows p (h, b, n) over keys lo.. summed by key tiles of s: ((h, b, m), the first tile's index)."""
+    head = -lo % s  # the keys before the first whole tile
+    parts = [p[..., :head].sum(dim=-1, keepdim=True)] if head else []
+    whole = (p.size(-1) - head) // s * s
+    parts.append(p[..., head : head + whole].reshape(*p.shape[:2], -1, s).sum(dim=-1))  # (h, b, whole / s)
+    if head + whole < p.size(-1):
+        parts.append(p[..., head + whole :].sum(dim=-1, keepdim=True))
+    return torch.cat(parts, dim=-1), lo // s
+
+
+class Pooled:
+    """The block-mean maps of one layer at the levels `sizes`, with and without the sink, from blocks of rows."""
+
+    def __init__(self, heads: int, length: int, sizes: tuple[int, ...]) -> None:
+        self.sizes, self.length, self.finest = sizes, length, min(sizes)
+        if any(s % self.finest for s in sizes):
+            raise ValueError(f"pool sizes {sizes}: each must be a multiple of the smallest")
+        self.sums = {s: torch.zeros(heads, -(-length // s), -(-length // s)) for s in sizes}  # (H, t, t) each
+        self.free = {s: torch.zeros_like(a) for s, a in self.sums.items()}
+
+    def add(self, p: Tensor, lo: int, q0: int) -> None:
+        """Add rows p (H, b, n) of queries q0.. over keys lo.."""
+        fine, first = tile_sums(p, lo, self.finest)  # (H, b, m)
+        free = fine.clone()
+        if first == 0:
+            free[..., 0] = p[..., 1 : self.finest].sum(dim=-1)  # exact, not 1 - p0
+        left = free.sum(dim=-1, keepdim=True)  # (H, b, 1)
+        free = torch.where(left > 0, free / left.clamp_min(torch.finfo(p.dtype).tiny), torch.zeros_like(free))
+        queries = torch.arange(q0, q0 + p.size(1))  # (b,)
+        for s in self.sizes:
+            r = s // self.finest
+            for acc, sums in ((self.sums[s], fine), (self.free[s], free)):
+                coarse, start = tile_sums(sums, first, r)  # (H, b, m / r)
+                acc[:, :, start : start + coarse.size(-1)].index_add_(1, queries // s, coarse.cpu())
+
+    def means(self, s: int, sink: bool = True) -> Tensor:
+        """(H, t, t) tile means at level s, with the sink or without it."""
+        edges = torch.arange(0, self.length, s)  # (t,)
+        counts = (torch.clamp(edges + s, max=self.length) - edges).float()  # (t,): tokens per tile
+        return (self.sums if sink else self.free)[s] / (counts[:, None] * counts[None, :])

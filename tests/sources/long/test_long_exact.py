@@ -1,0 +1,115 @@
+"""The long road equals transformers' eager `output_attentions` on tiny random decoders of every architecture
+it covers (grouped-query attention, sliding windows, soft-capping, learned and rotary positions): exact rows,
+blocks, summaries, pooled maps with and without the sink, rollout rows and the rows of generated tokens, all
+within 1e-5 in float32; and a model whose attention bypasses the interface (BLOOM) is refused in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tiny_decoders import ARCHS, eager_attentions, ids, model, transformers
+
+from attnkit.analysis.rollout import rollout
+from attnkit.errors import AttnkitError
+from attnkit.sources.hf.load import HfModel
+from attnkit.sources.hf.long.blocks import probabilities
+from attnkit.sources.hf.long.capture import IMPLEMENTATION, capturing, register
+from attnkit.sources.hf.long.export import forward, write_generation
+from attnkit.sources.hf.long.rollout import RolloutStep, start
+from attnkit.sources.hf.long.scan import exact_rows, scan_layer
+from attnkit.sources.npz import npz_writer
+
+N = 90  # tokens: more than Mistral's and Gemma 2's window (16), not a multiple of the pool sizes
+POOLS = (8, 32)
+WINDOW = 8
+ROWS = [0, 17, N - 1]
+ATOL = 1e-5
+
+
+def _kept(name: str, x: torch.Tensor, **capture):
+    register()
+    with capturing(**capture) as cap, torch.inference_mode():
+        out = model(name, IMPLEMENTATION)(input_ids=x)
+    return cap.kept, out.logits
+
+
+def _pooled(a: torch.Tensor, s: int) -> torch.Tensor:
+    """Tile means of (H, N, N), straight from the definition."""
+    t = -(-a.size(-1) // s)
+    return torch.stack([torch.stack([a[:, i * s : (i + 1) * s, j * s : (j + 1) * s].mean(dim=(1, 2)) for j in range(t)], -1) for i in range(t)], 1)
+
+
+def _without_sink(a: torch.Tensor) -> torch.Tensor:
+    rest = a.clone()
+    rest[..., 0] = 0
+    total = rest.sum(-1, keepdim=True)
+    return torch.where(total > 0, rest / total.clamp_min(1e-30), rest)
+
+
+def _summaries(a: torch.Tensor) -> dict[str, torch.Tensor]:
+    back = (torch.arange(N)[:, None] - torch.arange(N)[None, :]).float()  # (N, N): q - k
+    masked = back >= 0
+    return {"sink": a[..., 0], "entropy": -torch.special.xlogy(a, a).sum(-1), "distance": (a * back * masked).sum(-1),
+            "local": (a * ((back < WINDOW) & masked)).sum(-1)}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(ARCHS))
+def test_long_road_equals_eager(name):
+    x = ids(N)
+    reference = eager_attentions(name, x)  # per layer (H, N, N)
+    kept, logits = _kept(name, x)
+    with torch.inference_mode():
+        eager_logits = model(name)(input_ids=x).logits
+    torch.testing.assert_close(logits, eager_logits, atol=1e-4, rtol=1e-4)  # the kernel's own forward pass is unchanged
+    assert sorted(kept) == list(range(1, len(reference) + 1))
+    rows = start(ROWS, N)
+    for l in sorted(kept, reverse=True):
+        a = reference[l - 1]
+        step = RolloutStep(rows)
+        scan = scan_layer(kept[l], WINDOW, POOLS, step)
+        for key, expected in _summaries(a).items():
+            scale = N if key == "distance" else 1  # in tokens: up to N times a probability's error
+            torch.testing.assert_close(scan.summaries[key], expected, atol=ATOL * scale, rtol=0, msg=f"{name} layer {l} {key}")
+        for s in POOLS:
+            torch.testing.assert_close(scan.pooled[s], _pooled(a, s), atol=ATOL, rtol=0)
+            torch.testing.assert_close(scan.pooled_without_sink[s], _pooled(_without_sink(a), s), atol=ATOL, rtol=0)
+        torch.testing.assert_close(exact_rows(kept[l], ROWS, None), a[:, ROWS], atol=ATOL, rtol=0)
+        torch.testing.assert_close(exact_rows(kept[l], ROWS, [3, 1]), a[[3, 1]][:, ROWS], atol=ATOL, rtol=0)
+        block, lo = probabilities(kept[l], 40, 72)  # a block: queries 40..71 over the keys they see
+        torch.testing.assert_close(block, a[:, 40:72, lo:72], atol=ATOL, rtol=0)
+        rows = step.out
+    torch.testing.assert_close(rows, rollout(reference)[ROWS], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["mistral", "gemma2"])
+def test_rows_only_keeps_the_chosen_queries(name):
+    x = ids(N)
+    reference = eager_attentions(name, x)
+    kept, _ = _kept(name, x, layers=frozenset({2}), queries=torch.tensor(ROWS))
+    assert list(kept) == [2] and kept[2].query.size(1) == len(ROWS)
+    torch.testing.assert_close(exact_rows(kept[2], list(range(len(ROWS))), None), reference[1][:, ROWS], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "gemma2", "gpt2"])
+def test_generation_rows_equal_eager(name, tmp_path):
+    x = ids(40)
+    register()
+    hf = HfModel(name, model(name, IMPLEMENTATION), None, None, "decoder", 512)
+    with npz_writer(tmp_path / "g.npz") as writer:
+        k = write_generation(writer, hf, x, None, 6)
+    z = np.load(tmp_path / "g.npz")
+    whole = torch.cat([x, torch.tensor([[int(t) for t in z["generated_tokens"]]])], dim=1)  # (1, 40 + k)
+    reference = eager_attentions(name, whole)
+    assert k >= 1 and len(z["generated_tokens"]) == k
+    for l, a in enumerate(reference, 1):
+        expected = a[:, 39 : 39 + k, : 39 + k]  # the rows that chose each new token
+        torch.testing.assert_close(torch.from_numpy(z[f"generated/layer{l}"]), expected, atol=ATOL, rtol=0)
+
+
+def test_eager_only_models_are_refused():
+    register()
+    config = transformers.BloomConfig(vocab_size=97, hidden_size=16, n_layer=2, n_head=4)
+    bloom = HfModel("bloom", transformers.BloomForCausalLM._from_config(config, attn_implementation=IMPLEMENTATION).eval(), None, None, "decoder", None)
+    with pytest.raises(AttnkitError, match="eager only"):
+        forward(bloom, ids(20), None, None)
