@@ -252,6 +252,10 @@ def check(markdown: str) -> tuple[str, list[str]]:
     return rendered, errors
 
 
+def on_pre_build(config):
+    _records.cache_clear()  # `mkdocs serve` rebuilds in one process: read the result files again
+
+
 def on_page_markdown(markdown, page, config, files):
     rendered, errors = check(markdown)
     for error in errors:
