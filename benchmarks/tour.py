@@ -14,8 +14,8 @@ JSON line per command to benchmarks/results/tour.jsonl:
 - `output`: what it printed (progress lines left out, the last 400 lines);
 - for `attnkit train`: `validation` (each validation's step, minutes and metrics) and `best`.
 
-docs/figures.yaml registers the pages' figures against these lines (`pattern` picks a number out of
-`output`), and tests/docs/test_figures.py checks them. `--figures` copies the pictures the pages
+The pages' figures are markers that the site's build fills in from these lines (scripts/docs/figures.py;
+`pattern` picks a number out of `output`). `--figures` copies the pictures the pages
 show (docs/tour/figures/) from the same runs.
 
     .venv/bin/python benchmarks/tour.py --figures          # about an hour on 2 cores

@@ -20,13 +20,29 @@ PAGES = [ROOT / "docs" / "your-data.md", ROOT / "README.md"]
 ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'...\t...'
 
 
+def blocks(page: Path) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+
+
+def commands_in(block: str) -> list[list[str] | None]:
+    """The lines of a bash block as argv lists of `attnkit` (continued lines joined; `.venv/bin/attnkit`
+    read as `attnkit`, bash's `$'...'` quoting as bash reads it); None for a line that is not `attnkit ...`."""
+    lines = block.replace("\\\n", " ").replace(".venv/bin/attnkit ", "attnkit ").splitlines()
+    quoted = (ANSI_C.sub(lambda m: shlex.quote(m.group(1).encode().decode("unicode_escape")), line.split(" #")[0]).strip() for line in lines)
+    return [shlex.split(line)[1:] if line.startswith("attnkit ") else None for line in quoted if line and not line.startswith("#")]
+
+
 def commands(page: Path) -> list[list[str]]:
-    """The `attnkit ...` lines of the page's bash blocks as argv lists (continued lines joined;
-    `.venv/bin/attnkit` read as `attnkit`, bash's `$'...'` quoting as bash reads it)."""
-    blocks = "\n".join(re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), re.S))
-    lines = blocks.replace("\\\n", " ").replace(".venv/bin/attnkit ", "attnkit ").splitlines()
-    quoted = (ANSI_C.sub(lambda m: shlex.quote(m.group(1).encode().decode("unicode_escape")), line.split(" #")[0]) for line in lines)
-    return [shlex.split(line.strip())[1:] for line in quoted if line.strip().startswith("attnkit ")]
+    """The `attnkit ...` lines of the page's bash blocks as argv lists."""
+    return [argv for block in blocks(page) for argv in commands_in(block) if argv is not None]
+
+
+def runs(page: Path) -> list[str]:
+    """The bash blocks of `page` whose every line the tests below run (tests/docs/test_bash_blocks.py)."""
+    if page not in PAGES:
+        return []
+    ran = [*inits(PAGES[0]), *trains(page), *plots(page)]
+    return [block for block in blocks(page) if all(argv in ran for argv in commands_in(block))]
 
 
 def inits(page: Path) -> list[list[str]]:
