@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness, leave_one_out, random_scores
+from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness_of_rankings, leave_one_out, random_scores
 from attnkit.errors import AttnkitError, DataError
 from attnkit.io import append_text
 from attnkit.sources.explained import Explained
@@ -61,23 +61,28 @@ def explain(source: Source, text: str, settings: Settings) -> list[Explained]:
 
 
 def method_scores(e: Explained, methods: Sequence[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
-    """(method -> token scores (T,), integrated gradients' steps and completeness error) of one output."""
-    from attnkit.analysis.attribution import input_x_gradient, integrated_gradients
+    """(method -> token scores (T,), integrated gradients' steps and completeness error) of one output.
+
+    Input x gradient and integrated gradients come from one forward and backward pass together
+    (`input_x_gradient_and_integrated_gradients`); leave-one-out's T removals are one call of `e.predict`."""
+    from attnkit.analysis.attribution import input_x_gradient, input_x_gradient_and_integrated_gradients
 
     scores: dict[str, torch.Tensor] = {}
     figures = {}
+    gradients = {}
+    if "ig" in methods:
+        ixg, ig = input_x_gradient_and_integrated_gradients(e.f, e.x)
+        gradients = {"ixg": ixg, "ig": ig}
+        figures = {"steps": ig.steps, "relative_error": ig.relative_error}
     for method in methods:
         if method == "attention":
             scores.update({name: row for name, row in e.attention.items() if name not in ("rollout", "flow")})
         elif method in ("rollout", "flow"):
             if method in e.attention:
                 scores[method] = e.attention[method]
-        elif method == "ixg":
-            scores[method] = input_x_gradient(e.f, e.x).scores[e.positions]  # (T,)
-        elif method == "ig":
-            a = integrated_gradients(e.f, e.x, check=False)
+        elif method in ("ixg", "ig"):
+            a = gradients[method] if method in gradients else input_x_gradient(e.f, e.x)
             scores[method] = a.scores[e.positions]  # (T,)
-            figures = {"steps": a.steps, "relative_error": a.relative_error}
         elif method == "loo":
             scores[method] = leave_one_out(e.predict, len(e.tokens), e.p)  # (T,)
         else:  # random
@@ -86,12 +91,12 @@ def method_scores(e: Explained, methods: Sequence[str], seed: int) -> tuple[dict
 
 
 def output_record(e: Explained, settings: Settings, seed: int) -> dict:
-    """One explained output's JSON: its tokens, p, every method's scores and figures."""
+    """One explained output's JSON: its tokens, p, every method's scores and figures (every ranking's removals
+    in one call of `e.predict`: `faithfulness_of_rankings`)."""
     scores, figures = method_scores(e, settings.methods, seed)
     record = {"label": e.label, "p": e.p, "tokens": e.tokens, "scores": {}, "comprehensiveness": {}, "sufficiency": {}, "curve": {}}
-    for name, s in scores.items():
-        m = faithfulness(e.predict, s, e.p, settings.fractions, settings.curve)
-        record["scores"][name] = s.tolist()
+    for name, m in faithfulness_of_rankings(e.predict, scores, e.p, settings.fractions, settings.curve).items():
+        record["scores"][name] = scores[name].tolist()
         record["comprehensiveness"][name] = m.comprehensiveness
         record["sufficiency"][name] = m.sufficiency
         record["curve"][name] = m.curve
