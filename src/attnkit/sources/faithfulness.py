@@ -18,6 +18,12 @@ fingerprints), then one line per text, appended whole as each finishes (`io.appe
 started again skips the texts it holds, drops a last line a kill cut short, and refuses, in one line,
 a file written for another model, data file or settings. `--limit` is not a setting: a longer run
 continues a shorter one. The summary (`sources.faithfulness_report`) is computed from that file.
+
+Under torchrun (`torchrun --nproc-per-node N -m attnkit faithfulness ...`, any number of nodes), rank r
+scores the texts r, r + N, r + 2N, ... into its own `examples.rank<r>-of-<N>.jsonl` (resumable as above,
+on its own), and rank 0 gathers them (gloo) into examples.jsonl, in text order, and the summary. Each text's
+figures depend on the text alone (its removals are batched within the text), so the lines are the ones a
+single process writes.
 """
 
 from __future__ import annotations
@@ -53,6 +59,16 @@ class Settings:
     truncate: bool = False
     text_column: str = "text"
     text2_column: str | None = None
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's share of the texts under torchrun: the texts i with i % size == rank, and how its records
+    reach rank 0 (`gather`: a value -> every rank's, in rank order, on rank 0; None on the others)."""
+
+    rank: int = 0
+    size: int = 1
+    gather: Callable[[dict], list[dict] | None] = lambda value: [value]
 
 
 def explain(source: Source, text: str, settings: Settings) -> list[Explained]:
@@ -143,21 +159,10 @@ def header(source: Source, data: str | Path, settings: Settings) -> dict:
     }
 
 
-def read_progress(path: Path, expected: dict) -> dict[int, dict]:
-    """The records examples.jsonl holds (index -> record), after checking its header against `expected`.
-
-    A last line without its newline (a kill during the append) is cut off the file.
-    """
-    if not path.exists():
-        append_text(path, json.dumps(expected) + "\n")
-        return {}
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        os.truncate(path, end)
-    lines = data[:end].decode("utf-8").splitlines()
+def _records(path: Path, data: bytes, expected: dict) -> dict[int, dict]:
+    """The records of an examples file's complete lines `data`, after checking its header against `expected`."""
+    lines = data.decode("utf-8").splitlines()
     if not lines:
-        append_text(path, json.dumps(expected) + "\n")
         return {}
     try:
         found = json.loads(lines[0])
@@ -172,11 +177,68 @@ def read_progress(path: Path, expected: dict) -> dict[int, dict]:
     return {r["index"]: r for r in records}
 
 
+def read_progress(path: Path, expected: dict) -> dict[int, dict]:
+    """The records examples.jsonl (or a rank's file) holds (index -> record), after checking its header against `expected`.
+
+    A last line without its newline (a kill during the append) is cut off the file.
+    """
+    if not path.exists() or not path.stat().st_size:
+        append_text(path, json.dumps(expected) + "\n")
+        return {}
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        os.truncate(path, end)
+    return _records(path, data[:end], expected)
+
+
+def shard_file(shard: Shard) -> str:
+    """The examples file a rank appends to: examples.jsonl for one process."""
+    return EXAMPLES if shard.size == 1 else f"examples.rank{shard.rank}-of-{shard.size}.jsonl"
+
+
+def records_elsewhere(out: Path, expected: dict, own: Path) -> dict[int, dict]:
+    """The records of OUT's other examples files (examples.jsonl, every rank's of any world size), read as they
+    are: another rank may be appending to its file, so a last line without its newline is left to it."""
+    found: dict[int, dict] = {}
+    for path in sorted(out.glob("examples*.jsonl")):
+        if path != own:
+            data = path.read_bytes()
+            found.update(_records(path, data[: data.rfind(b"\n") + 1], expected))
+    return found
+
+
+def score_shard(loaded: Source, texts: list[str], data: str | Path, path: Path, records: dict[int, dict], settings: Settings, shard: Shard,
+                progress: Callable[[int, int], None] | None) -> None:  # fmt: skip
+    """Score this rank's texts (index % size == rank) that no file holds, appending each to `path` and `records`."""
+    mine = [i for i in range(len(texts)) if i % shard.size == shard.rank]
+    done = sum(1 for i in mine if i in records)
+    if progress is not None:
+        progress(done, len(mine))
+    for i in mine:
+        if i in records:
+            continue
+        try:
+            records[i] = example_record(loaded, i, texts[i], settings)
+        except AttnkitError as e:
+            raise type(e)(f"{data}, text {i + 1}: {e}") from None
+        append_text(path, json.dumps(records[i]) + "\n")
+        done += 1
+        if progress is not None:
+            progress(done, len(mine))
+
+
 def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | Path, settings: Settings = Settings(), limit: int | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> dict:  # fmt: skip
-    """Score every text of `data` (the first `limit`) not yet in OUT/examples.jsonl, then write the summary
-    (`faithfulness.json`, `.md`, `deletion.png`); returns it. `progress(done, total)` after each text."""
+                     progress: Callable[[int, int], None] | None = None, shard: Shard = Shard()) -> dict | None:  # fmt: skip
+    """Score every text of `data` (the first `limit`) not yet in OUT's examples files, then write the summary
+    (`faithfulness.json`, `.md`, `deletion.png`); returns it. `progress(done, total)` after each text.
+
+    On several ranks (`shard`), each scores its share into its own file (`shard_file`), then rank 0 gathers every
+    rank's records and writes examples.jsonl as one process would have (the same lines, in text order) and the
+    summary; the other ranks return None. A text on file anywhere in OUT is not scored again, so one process
+    continues a stopped torchrun job and the reverse."""
     from attnkit.data.tables import read_texts
+    from attnkit.io import atomic_write_text
     from attnkit.sources.faithfulness_report import write_report
 
     unknown = sorted(set(settings.methods) - set(METHODS))
@@ -186,21 +248,17 @@ def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | P
     texts = read_texts(data, settings.text_column, settings.text2_column)[:limit]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / EXAMPLES
-    records = read_progress(path, header(loaded, data, settings))
-    done = sum(1 for i in range(len(texts)) if i in records)
-    if progress is not None:
-        progress(done, len(texts))
-    for i, text in enumerate(texts):
-        if i in records:
-            continue
-        try:
-            records[i] = example_record(loaded, i, text, settings)
-        except AttnkitError as e:
-            raise type(e)(f"{data}, text {i + 1}: {e}") from None
-        append_text(path, json.dumps(records[i]) + "\n")
-        done += 1
-        if progress is not None:
-            progress(done, len(texts))
+    path, expected = out / shard_file(shard), header(loaded, data, settings)
+    records = read_progress(path, expected)
+    records.update(records_elsewhere(out, expected, path))
+    score_shard(loaded, texts, data, path, records, settings, shard, progress)
+    if shard.size > 1:
+        parts = shard.gather({i: records[i] for i in range(shard.rank, len(texts), shard.size)})
+        if parts is None:
+            return None
+        for part in parts:
+            records.update(part)
+    lines = [json.dumps(expected)] + [json.dumps(records[i]) for i in sorted(records)]  # every rank's and earlier runs' texts
+    atomic_write_text(out / EXAMPLES, "\n".join(lines) + "\n")
     run = {"source": source, "data": str(data), "examples": len(texts), "settings": asdict(settings)}
     return write_report([records[i] for i in range(len(texts))], run, out)

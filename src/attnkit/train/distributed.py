@@ -85,6 +85,14 @@ class World:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
+    def gather(self, value: T) -> list[T] | None:
+        """Every rank's `value` on rank 0, in rank order (pickled between our own processes only); None on the others."""
+        if self.size == 1:
+            return [value]
+        out: list[T] | None = [None] * self.size if self.is_main else None  # type: ignore[list-item]
+        dist.gather_object(value, out, dst=0)
+        return out
+
     @contextlib.contextmanager
     def main_first(self) -> Iterator[None]:
         """Run the body on rank 0, then on the others (e.g. rank 0 fills a cache the others read)."""
