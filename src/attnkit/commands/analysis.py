@@ -82,6 +82,8 @@ def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | N
 
 
 def cmd_faithfulness(args: argparse.Namespace) -> int:
+    import datetime
+
     import torch
 
     from attnkit.progress import counter
@@ -92,7 +94,8 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
-    with process_group(torch.device("cpu")) as world, counter(0, "faithfulness", unit="text") as bar:  # gloo: the ranks' records
+    # gloo carries the ranks' records to rank 0, which may wait there for a resumed rank's remaining work: a week, not 30 min
+    with process_group(torch.device("cpu"), datetime.timedelta(days=7)) as world, counter(0, "faithfulness", unit="text") as bar:
 
         def progress(done: int, total: int) -> None:
             bar.total = total
