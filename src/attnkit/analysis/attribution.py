@@ -20,6 +20,7 @@ to run the model from its embeddings (or replace the embedding output with a for
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -130,6 +131,15 @@ def integrated_gradients(
     return out
 
 
+@functools.cache
+def gauss_legendre(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """captum's Gauss-Legendre (weights, points in [0, 1]) for n steps, computed once per n (numpy's eigenvalue
+    solve costs more than a tiny model's forward pass)."""
+    methods = load("captum.attr._utils.approximation_methods", "attributions (input x gradient, integrated gradients)")
+    sizes_of, alphas_of = methods.approximation_parameters("gausslegendre")
+    return tuple(sizes_of(n)), tuple(alphas_of(n))
+
+
 def input_x_gradient_and_integrated_gradients(
     f: ScoreFn, embeddings: Tensor, reduce: str = "sum", tolerance: float = TOLERANCE
 ) -> tuple[Attribution, Attribution]:
@@ -144,13 +154,12 @@ def input_x_gradient_and_integrated_gradients(
     The step count is as `integrated_gradients(check=False)` chooses it: STEPS, doubled up to MAX_STEPS until
     the completeness error is within `tolerance` (a later try runs the batch again with more path rows).
     """
-    methods = load("captum.attr._utils.approximation_methods", "attributions (input x gradient, integrated gradients)")
-    sizes_of, alphas_of = methods.approximation_parameters("gausslegendre")
     x = _batched(embeddings).detach().float()  # (1, T, D)
     base = torch.zeros_like(x)  # (1, T, D)
     ixg = None
     for n in [STEPS * 2**i for i in range(int(math.log2(MAX_STEPS // STEPS)) + 1)]:
-        path = torch.cat([base + a * (x - base) for a in alphas_of(n)])  # (n, T, D)
+        sizes, alphas = gauss_legendre(n)
+        path = torch.cat([base + a * (x - base) for a in alphas])  # (n, T, D)
         batch = torch.cat([base, x, path]).requires_grad_(True)  # (n + 2, T, D)
         with torch.enable_grad():
             out = f(batch)  # (n + 2,)
@@ -158,7 +167,7 @@ def input_x_gradient_and_integrated_gradients(
         f_base, f_input = float(out[0].detach()), float(out[1].detach())
         if ixg is None:
             ixg = Attribution(_reduce(x * grads[1:2], reduce), f_input)
-        weights = torch.tensor(sizes_of(n)).float().view(n, 1, 1)  # (n, 1, 1)
+        weights = torch.tensor(sizes).float().view(n, 1, 1)  # (n, 1, 1)
         attr = (grads[2:] * weights).sum(dim=0, keepdim=True) * (x - base)  # (1, T, D)
         delta = float(attr.double().sum()) - (f_input - f_base)
         ig = Attribution(_reduce(attr, reduce), f_input, f_base, delta, n)
