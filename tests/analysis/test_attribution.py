@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnkit.analysis.attribution import STEPS, input_x_gradient, integrated_gradients
+from attnkit.analysis.attribution import STEPS, input_x_gradient, input_x_gradient_and_integrated_gradients, integrated_gradients
 from attnkit.errors import AttnkitError
 
 pytest.importorskip("captum")
@@ -67,3 +67,39 @@ def test_default_steps_double_until_complete():
     assert got.steps == 200 and got.relative_error < 0.01
     with pytest.raises(AttnkitError, match="at 100 steps"):
         integrated_gradients(f, x, steps=100)
+
+
+def counted(f):
+    """f, counting its calls and the rows it is given."""
+    calls = []
+
+    def run(e):
+        calls.append(e.size(0))
+        return f(e)
+
+    run.calls = calls
+    return run
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_one_pass_input_x_gradient_and_integrated_gradients_are_captums(seed):
+    """The one-pass pair against captum's InputXGradient and IntegratedGradients, each run on its own (the old path)."""
+    f = counted(small_network(seed))
+    x = torch.randn(5, 8, generator=torch.Generator().manual_seed(seed + 10))  # (T, D)
+    ixg, ig = input_x_gradient_and_integrated_gradients(f, x)
+    assert f.calls == [STEPS + 2]  # x', x and the path: one forward (and one backward)
+    want_ixg, want_ig = input_x_gradient(f, x), integrated_gradients(f, x, check=False)
+    assert torch.allclose(ixg.scores, want_ixg.scores, atol=1e-6, rtol=0) and ixg.f_input == pytest.approx(want_ixg.f_input, abs=1e-6)
+    assert torch.allclose(ig.scores, want_ig.scores, atol=1e-6, rtol=0) and ig.steps == want_ig.steps == STEPS
+    assert (ig.f_input, ig.f_baseline, ig.delta) == pytest.approx((want_ig.f_input, want_ig.f_baseline, want_ig.delta), abs=1e-6)
+
+
+def test_one_pass_steps_double_as_integrated_gradients_steps():
+    f = counted(lambda e: torch.tanh(40 * (e.sum(dim=(-2, -1)) - 1.0)))  # the step of test_default_steps_double_until_complete
+    x = torch.full((2, 2), 0.5)
+    ixg, ig = input_x_gradient_and_integrated_gradients(f, x)
+    assert f.calls == [52, 102, 202]  # 50, 100, 200 path points, each with x' and x
+    want = integrated_gradients(f, x, check=False)
+    assert ig.steps == want.steps == 200
+    assert torch.allclose(ig.scores, want.scores, atol=1e-6, rtol=0) and ig.relative_error == pytest.approx(want.relative_error, abs=1e-6)
+    assert torch.allclose(ixg.scores, input_x_gradient(f, x).scores, atol=1e-6, rtol=0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnkit.analysis.faithfulness import CURVE, deletion_area, faithfulness, leave_one_out, random_scores, ranking, top_k
+from attnkit.analysis.faithfulness import CURVE, deletion_area, faithfulness, faithfulness_of_rankings, leave_one_out, random_scores, ranking, top_k
 from attnkit.errors import AttnkitError
 
 W = torch.tensor([0.4, 0.1, 0.3, 0.2], dtype=torch.float64)
@@ -81,3 +81,16 @@ def test_the_random_floor():
 def test_nan_scores_are_refused():
     with pytest.raises(AttnkitError, match="NaN"):
         ranking(torch.tensor([0.1, float("nan")]))
+
+
+def test_several_rankings_are_one_batch_and_each_as_on_its_own():
+    """faithfulness_of_rankings against `faithfulness` of each ranking in a plain loop."""
+    w = torch.tensor([0.05, 0.3, 0.1, 0.25, 0.2, 0.1], dtype=torch.float64)
+    scores = {"w": w, "reversed": -w, "random": random_scores(6, 1), "flat": torch.zeros(6, dtype=torch.float64)}
+    predict = linear(w)
+    got = faithfulness_of_rankings(predict, scores, 1.0)
+    assert list(got) == list(scores) and len(predict.calls) == 1
+    for name, s in scores.items():
+        want = faithfulness(linear(w), s, 1.0)
+        assert got[name] == want, name
+    assert faithfulness_of_rankings(predict, {}, 1.0) == {}

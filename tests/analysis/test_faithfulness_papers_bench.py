@@ -50,6 +50,8 @@ def test_the_jain_wallace_table(one_hop_runs, tmp_path, monkeypatch, capsys):
     assert doc == json.loads((tmp_path / "o" / "jw.json").read_text())
     assert doc["texts"] == 3 and set(doc["kendall_tau"]) == {"hops/layer1 vs ixg", "hops/layer1 vs loo", "ixg vs loo"}
     assert all(v["n"] == 3 for v in doc["kendall_tau"].values())
+    assert set(doc["kendall_tau_jw_code"]) == {"hops/layer1 vs gradient", "hops/layer1 vs loo", "gradient vs loo"}
+    assert all(v["n"] == 3 for v in doc["kendall_tau_jw_code"].values())
     assert sum(b["texts"] for b in doc["permutation"]["by_max_attention"].values()) == 3
     base = doc["uniform_baseline"]
     assert base["difference"] == pytest.approx(base["accuracy_attention"] - base["accuracy_uniform"])
@@ -108,3 +110,26 @@ def test_the_abnar_zuidema_check_on_a_transformer_sentence_classifier(tiny_sase_
     assert doc["spearman"]["rollout vs loo"]["mean"] == pytest.approx(
         (want + bench.spearman(second["scores"]["rollout"], second["scores"]["loo"])) / 2, abs=1e-4
     )
+
+
+def test_jain_wallaces_code_gradient_and_leave_one_out_by_hand(one_hop_runs):
+    """Their `XxE[X]` with the attention detached, and their deletion leave-one-out, from the model's pieces."""
+    loaded = open_source(str(one_hop_runs[0])).loaded
+    model, text = loaded.model, "t1 t2 t3 t4 t5"
+    gradient, loo = bench.jw_code_scores(loaded, text)
+    tokens, keep = model_inputs(loaded, text)
+    e = model.embedding(tokens).detach().requires_grad_(True)  # (1, 5, E)
+    h = model.lstm(e)[0]  # (1, 5, 2u)
+    _, a = model.attention(h, keep)  # (1, 1, 5)
+    p = model.classifier((a.detach() @ h).flatten(1)).double().softmax(-1)[0]  # (C,)
+    xxe = (torch.autograd.grad(p[1], e, retain_graph=True)[0] * e).sum(-1)[0].abs()  # (5,): two classes, |d p(0)| = |d p(1)|
+    assert gradient == pytest.approx((xxe / xxe.sum()).tolist(), abs=1e-6)
+    through = model.classifier((a @ h).flatten(1)).double().softmax(-1)[0, 1]  # the gradient through the weights as well
+    full = (torch.autograd.grad(through, e)[0] * e).sum(-1)[0].abs()
+    assert max(abs(x - y) for x, y in zip(gradient, (full / full.sum()).tolist())) > 1e-4  # detaching changes the figures
+    with torch.no_grad():
+        for i in range(5):
+            kept = [j for j in range(5) if j != i]
+            q = model(tokens[:, kept], keep[:, kept]).logits[0].double().softmax(-1)  # (C,): the word deleted
+            assert loo[i] == pytest.approx(float((q - p.detach()).abs().mean()), abs=1e-6)
+    assert bench.jw_code_scores(loaded, "t4")[1] == [0.0]

@@ -259,7 +259,7 @@ def test_removals_are_predicted_once_each_in_batches_of_a_bounded_size():
 
     rows = torch.tensor([[1, 1, 1], [0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 1]], dtype=torch.bool)  # (5, 3), all distinct
     want = (rows.sum(-1) + 0.5 * rows[:, 0]).tolist()
-    run = batched(predict, size=2)
+    run = batched(predict, tokens=7)  # 7 // 3 tokens: 2 inputs a pass
     got = run(rows)
     assert shapes == [(2, 3), (2, 3), (1, 3)] and got.dtype == torch.float64 and got.tolist() == want
     again = run(torch.cat([rows[[4, 0]], torch.zeros(2, 3, dtype=torch.bool)]))  # two known masks, one new one twice
@@ -305,3 +305,45 @@ def test_a_text_the_model_cannot_take_is_named_by_file_and_number(hf_folder, tmp
     err = capsys.readouterr().err.strip()
     assert err == f"attnkit: error: {data}, text 2: {folder}: the text is 62 tokens, the model takes at most 32 (--truncate cuts it)"
     assert len(_lines(tmp_path / "o")) == 2  # the header and the first text, done before the error
+
+
+def test_the_bert_classifiers_figures_are_the_per_input_paths_in_four_passes_a_text(sharp_bert, tmp_path):
+    """The batched run (input x gradient and integrated gradients from one pass, the removals of every ranking in
+    one call) against the old per-input path: captum's InputXGradient and IntegratedGradients each on its own,
+    leave-one-out one masked forward pass per token, comprehensiveness one per bin."""
+    from attnkit.analysis.attribution import input_x_gradient, integrated_gradients
+    from attnkit.sources.faithfulness import explain
+
+    data, out = tmp_path / "data.jsonl", tmp_path / "out"
+    data.write_text("".join(json.dumps({"text": t}) + "\n" for t in BERT_TEXTS), encoding="utf-8")
+    source = open_source(str(sharp_bert))
+    hf, settings = source.hf, Settings(methods=("attention", "ixg", "ig", "loo", "random"))
+    passes = []
+    handle = hf.model.register_forward_hook(lambda module, args, output: passes.append(args))
+    try:
+        run_faithfulness(source, str(sharp_bert), data, out, settings)
+    finally:
+        handle.remove()
+    records = _lines(out)[1:]
+    steps = [r["outputs"][0]["ig"]["steps"] for r in records]
+    # per text: the explained forward pass, the gradient pass (one more per doubling of the steps),
+    # leave-one-out's removals, every ranking's other removals
+    assert len(passes) == sum(4 + int(math.log2(s // 50)) for s in steps)
+    for text, record in zip(BERT_TEXTS, records):
+        (o,) = record["outputs"]
+        (e,) = explain(source, text, settings)
+        assert o["scores"]["ixg"] == pytest.approx(input_x_gradient(e.f, e.x).scores[e.positions].tolist(), abs=1e-6)
+        ig = integrated_gradients(e.f, e.x, check=False)
+        assert o["scores"]["ig"] == pytest.approx(ig.scores[e.positions].tolist(), abs=1e-6) and o["ig"]["steps"] == ig.steps
+        ids = hf.tokenizer(text, return_tensors="pt")["input_ids"]  # (1, S)
+        probs, _ = _bert_rows(hf.model, ids)
+        c = int(probs.argmax())
+        for i, position in enumerate(e.positions):
+            masked = ids.clone()
+            masked[0, position] = hf.tokenizer.mask_token_id
+            assert o["scores"]["loo"][i] == pytest.approx(o["p"] - float(_bert_rows(hf.model, masked)[0][c]), abs=1e-6)
+        order = ranking(torch.tensor(o["scores"]["ig"])).tolist()
+        for j, d in enumerate((0.01, 0.05, 0.10, 0.20, 0.50)):
+            kept = ids.clone()
+            kept[0, [e.positions[i] for i in order[top_k(d, len(order)) :]]] = hf.tokenizer.mask_token_id
+            assert o["sufficiency"]["ig"][j] == pytest.approx(o["p"] - float(_bert_rows(hf.model, kept)[0][c]), abs=1e-6)

@@ -26,7 +26,7 @@ blanking) scores token i by p(y | x) - p(y | x without token i).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -102,14 +102,27 @@ def faithfulness(predict: Predict, scores: Tensor, p: float, fractions: Sequence
         fractions: the AOPC bins, shares of the tokens.
         points: the deletion curve's shares of the tokens removed.
     """
-    order = ranking(scores)  # (T,)
-    n = order.numel()
-    bins = top_masks(order, [top_k(d, n) for d in fractions])  # (K, T)
-    curve = top_masks(order, [top_k(d, n) for d in points])  # (P, T)
-    masks, inverse = torch.unique(torch.cat([~bins, bins, ~curve]), dim=0, return_inverse=True)  # (M, T): each input once
-    probs = predict(masks).detach().to("cpu", torch.float64)[inverse]  # (2K + P,)
-    k = len(fractions)
-    return Faithfulness((p - probs[:k]).tolist(), (p - probs[k : 2 * k]).tolist(), probs[2 * k :].tolist())
+    return faithfulness_of_rankings(predict, {"": scores}, p, fractions, points)[""]
+
+
+def faithfulness_of_rankings(predict: Predict, scores: Mapping[str, Tensor], p: float, fractions: Sequence[float] = FRACTIONS,
+                             points: Sequence[float] = CURVE) -> dict[str, Faithfulness]:  # fmt: skip
+    """`faithfulness` of several rankings of the same T tokens (name -> scores (T,)), with one call of `predict`:
+    the masks of every ranking in one batch, each distinct mask once (the rankings share the input with no
+    token and, on short inputs or where they agree, many more)."""
+    if not scores:
+        return {}
+    k, per = len(fractions), 2 * len(fractions) + len(points)
+    rows = []
+    for s in scores.values():
+        order = ranking(s)  # (T,)
+        n = order.numel()
+        bins = top_masks(order, [top_k(d, n) for d in fractions])  # (K, T)
+        curve = top_masks(order, [top_k(d, n) for d in points])  # (P, T)
+        rows.append(torch.cat([~bins, bins, ~curve]))  # (2K + P, T)
+    masks, inverse = torch.unique(torch.cat(rows), dim=0, return_inverse=True)  # (M, T): each input once
+    probs = predict(masks).detach().to("cpu", torch.float64)[inverse].view(len(rows), per)  # (R, 2K + P)
+    return {name: Faithfulness((p - q[:k]).tolist(), (p - q[k : 2 * k]).tolist(), q[2 * k :].tolist()) for name, q in zip(scores, probs)}
 
 
 def leave_one_out(predict: Predict, n: int, p: float) -> Tensor:

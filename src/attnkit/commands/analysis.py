@@ -83,22 +83,32 @@ def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | N
 
 
 def cmd_faithfulness(args: argparse.Namespace) -> int:
+    import datetime
+
+    import torch
+
     from attnkit.io import interruptible
     from attnkit.progress import counter
     from attnkit.sources import open_source
-    from attnkit.sources.faithfulness import METHODS, Settings, run_faithfulness
+    from attnkit.sources.faithfulness import METHODS, Settings, Shard, run_faithfulness, shard_file
+    from attnkit.train.distributed import process_group
 
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
-    with interruptible(), counter(0, "faithfulness", unit="text") as bar:
+    # gloo carries the ranks' records to rank 0, which may wait there for a resumed rank's remaining work: a week, not 30 min
+    with interruptible(), process_group(torch.device("cpu"), datetime.timedelta(days=7)) as world, counter(0, "faithfulness", unit="text") as bar:
 
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
-        doc = run_faithfulness(loaded, args.source, _data_set(args), args.out, settings, args.limit, progress)
+        shard = Shard(world.rank, world.size, world.gather)
+        doc = run_faithfulness(loaded, args.source, _data_set(args), args.out, settings, args.limit, progress, shard)
     out = Path(args.out)
+    if doc is None:  # a rank other than 0 under torchrun
+        print(f"rank {world.rank}: its texts are in {out / shard_file(shard)}; the summary is rank 0's")
+        return 0
     print(f"wrote {out / 'faithfulness.json'}, {out / 'faithfulness.md'} and {out / 'deletion.png'}: "
           f"{doc['run']['examples']} texts, {doc['outputs']} outputs, {len(doc['methods'])} rankings")  # fmt: skip
     return 0

@@ -35,7 +35,7 @@ from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector
 
 ScoreFn = Callable[[Tensor], Tensor]
-BATCH = 32  # removals per forward pass: a long input's leave-one-out is T copies of it
+TOKENS = 8192  # tokens per forward pass of removals: a short input's are one pass, a long one's leave-one-out (T copies) several
 
 
 @dataclass
@@ -59,10 +59,10 @@ class Discard:
         pass
 
 
-def batched(predict: Callable[[Tensor], Tensor], size: int = BATCH) -> Callable[[Tensor], Tensor]:
+def batched(predict: Callable[[Tensor], Tensor], tokens: int = TOKENS) -> Callable[[Tensor], Tensor]:
     """`predict` over keep (N, T), each distinct mask computed once for the output (the methods share the input
-    with every token and the one with none, and short inputs many more), in forward passes of at most `size`
-    inputs: (N,) on the CPU in float64."""
+    with every token and the one with none, and short inputs many more), in forward passes of at most
+    max(1, tokens // T) inputs: (N,) on the CPU in float64."""
     known: dict[bytes, float] = {}
 
     def run(keep: Tensor) -> Tensor:
@@ -73,6 +73,7 @@ def batched(predict: Callable[[Tensor], Tensor], size: int = BATCH) -> Callable[
             if k not in known:
                 first.setdefault(k, i)
         new = list(first)
+        size = max(1, tokens // max(1, keep.size(1)))
         for i in range(0, len(new), size):
             rows = keep[[first[k] for k in new[i : i + size]]]  # (n, T)
             known.update(zip(new[i : i + size], predict(rows).detach().to("cpu", torch.float64).tolist()))

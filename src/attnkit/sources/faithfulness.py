@@ -18,6 +18,12 @@ fingerprints), then one line per text, appended whole as each finishes (`io.appe
 started again skips the texts it holds, drops a last line a kill cut short, and refuses, in one line,
 a file written for another model, data file or settings (`sources.progress`). `--limit` is not a setting: a longer run
 continues a shorter one. The summary (`sources.faithfulness_report`) is computed from that file.
+
+Under torchrun (`torchrun --nproc-per-node N -m attnkit faithfulness ...`, any number of nodes), rank r
+scores the texts r, r + N, r + 2N, ... into its own `examples.rank<r>-of-<N>.jsonl` (resumable as above,
+on its own), and rank 0 gathers them (gloo) into examples.jsonl, in text order, and the summary. Each text's
+figures depend on the text alone (its removals are batched within the text), so the lines are the ones a
+single process writes.
 """
 
 from __future__ import annotations
@@ -29,11 +35,11 @@ from pathlib import Path
 
 import torch
 
-from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness, leave_one_out, random_scores
+from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness_of_rankings, leave_one_out, random_scores
 from attnkit.errors import AttnkitError
 from attnkit.io import append_text
 from attnkit.sources.explained import Explained
-from attnkit.sources.progress import data_fingerprint, model_fingerprint, read_progress
+from attnkit.sources.progress import data_fingerprint, model_fingerprint, parse_progress, read_progress
 from attnkit.sources.source import Source
 
 METHODS = ("attention", "rollout", "flow", "ixg", "ig", "loo", "random")
@@ -55,29 +61,44 @@ class Settings:
     text2_column: str | None = None
 
 
+@dataclass(frozen=True)
+class Shard:
+    """This process's share of the texts under torchrun: the texts i with i % size == rank, and how its records
+    reach rank 0 (`gather`: a value -> every rank's, in rank order, on rank 0; None on the others)."""
+
+    rank: int = 0
+    size: int = 1
+    gather: Callable[[dict], list[dict] | None] = lambda value: [value]
+
+
 def explain(source: Source, text: str, settings: Settings) -> list[Explained]:
     """The outputs of `text` through a source (`sources.source.open_source`) that the metrics explain."""
     return source.explain(text, "flow" in settings.methods, settings.truncate)
 
 
 def method_scores(e: Explained, methods: Sequence[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
-    """(method -> token scores (T,), integrated gradients' steps and completeness error) of one output."""
-    from attnkit.analysis.attribution import input_x_gradient, integrated_gradients
+    """(method -> token scores (T,), integrated gradients' steps and completeness error) of one output.
+
+    Input x gradient and integrated gradients come from one forward and backward pass together
+    (`input_x_gradient_and_integrated_gradients`); leave-one-out's T removals are one call of `e.predict`."""
+    from attnkit.analysis.attribution import input_x_gradient, input_x_gradient_and_integrated_gradients
 
     scores: dict[str, torch.Tensor] = {}
     figures = {}
+    gradients = {}
+    if "ig" in methods:
+        ixg, ig = input_x_gradient_and_integrated_gradients(e.f, e.x)
+        gradients = {"ixg": ixg, "ig": ig}
+        figures = {"steps": ig.steps, "relative_error": ig.relative_error}
     for method in methods:
         if method == "attention":
             scores.update({name: row for name, row in e.attention.items() if name not in ("rollout", "flow")})
         elif method in ("rollout", "flow"):
             if method in e.attention:
                 scores[method] = e.attention[method]
-        elif method == "ixg":
-            scores[method] = input_x_gradient(e.f, e.x).scores[e.positions]  # (T,)
-        elif method == "ig":
-            a = integrated_gradients(e.f, e.x, check=False)
+        elif method in ("ixg", "ig"):
+            a = gradients[method] if method in gradients else input_x_gradient(e.f, e.x)
             scores[method] = a.scores[e.positions]  # (T,)
-            figures = {"steps": a.steps, "relative_error": a.relative_error}
         elif method == "loo":
             scores[method] = leave_one_out(e.predict, len(e.tokens), e.p)  # (T,)
         else:  # random
@@ -86,12 +107,12 @@ def method_scores(e: Explained, methods: Sequence[str], seed: int) -> tuple[dict
 
 
 def output_record(e: Explained, settings: Settings, seed: int) -> dict:
-    """One explained output's JSON: its tokens, p, every method's scores and figures."""
+    """One explained output's JSON: its tokens, p, every method's scores and figures (every ranking's removals
+    in one call of `e.predict`: `faithfulness_of_rankings`)."""
     scores, figures = method_scores(e, settings.methods, seed)
     record = {"label": e.label, "p": e.p, "tokens": e.tokens, "scores": {}, "comprehensiveness": {}, "sufficiency": {}, "curve": {}}
-    for name, s in scores.items():
-        m = faithfulness(e.predict, s, e.p, settings.fractions, settings.curve)
-        record["scores"][name] = s.tolist()
+    for name, m in faithfulness_of_rankings(e.predict, scores, e.p, settings.fractions, settings.curve).items():
+        record["scores"][name] = scores[name].tolist()
         record["comprehensiveness"][name] = m.comprehensiveness
         record["sufficiency"][name] = m.sufficiency
         record["curve"][name] = m.curve
@@ -113,11 +134,53 @@ def header(source: Source, data: str | Path, settings: Settings) -> dict:
     }
 
 
+def shard_file(shard: Shard) -> str:
+    """The examples file a rank appends to: examples.jsonl for one process."""
+    return EXAMPLES if shard.size == 1 else f"examples.rank{shard.rank}-of-{shard.size}.jsonl"
+
+
+def records_elsewhere(out: Path, expected: dict, own: Path) -> dict[int, dict]:
+    """The records of OUT's other examples files (examples.jsonl, every rank's of any world size), read as they
+    are: another rank may be appending to its file, so a last line without its newline is left to it."""
+    found: dict[int, dict] = {}
+    for path in sorted(out.glob("examples*.jsonl")):
+        if path != own:
+            data = path.read_bytes()
+            found.update({r["index"]: r for r in parse_progress(path, data[: data.rfind(b"\n") + 1], expected, WHAT)})
+    return found
+
+
+def score_shard(loaded: Source, texts: list[str], data: str | Path, path: Path, records: dict[int, dict], settings: Settings, shard: Shard,
+                progress: Callable[[int, int], None] | None) -> None:  # fmt: skip
+    """Score this rank's texts (index % size == rank) that no file holds, appending each to `path` and `records`."""
+    mine = [i for i in range(len(texts)) if i % shard.size == shard.rank]
+    done = sum(1 for i in mine if i in records)
+    if progress is not None:
+        progress(done, len(mine))
+    for i in mine:
+        if i in records:
+            continue
+        try:
+            records[i] = example_record(loaded, i, texts[i], settings)
+        except AttnkitError as e:
+            raise type(e)(f"{data}, text {i + 1}: {e}") from None
+        append_text(path, json.dumps(records[i]) + "\n")
+        done += 1
+        if progress is not None:
+            progress(done, len(mine))
+
+
 def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | Path, settings: Settings = Settings(), limit: int | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> dict:  # fmt: skip
-    """Score every text of `data` (the first `limit`) not yet in OUT/examples.jsonl, then write the summary
-    (`faithfulness.json`, `.md`, `deletion.png`); returns it. `progress(done, total)` after each text."""
+                     progress: Callable[[int, int], None] | None = None, shard: Shard = Shard()) -> dict | None:  # fmt: skip
+    """Score every text of `data` (the first `limit`) not yet in OUT's examples files, then write the summary
+    (`faithfulness.json`, `.md`, `deletion.png`); returns it. `progress(done, total)` after each text.
+
+    On several ranks (`shard`), each scores its share into its own file (`shard_file`), then rank 0 gathers every
+    rank's records and writes examples.jsonl as one process would have (the same lines, in text order) and the
+    summary; the other ranks return None. A text on file anywhere in OUT is not scored again, so one process
+    continues a stopped torchrun job and the reverse."""
     from attnkit.data.tables import read_texts
+    from attnkit.io import atomic_write_text
     from attnkit.sources.faithfulness_report import write_report
 
     unknown = sorted(set(settings.methods) - set(METHODS))
@@ -127,21 +190,17 @@ def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | P
     texts = read_texts(data, settings.text_column, settings.text2_column)[:limit]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / EXAMPLES
-    records = {r["index"]: r for r in read_progress(path, header(loaded, data, settings), WHAT)}
-    done = sum(1 for i in range(len(texts)) if i in records)
-    if progress is not None:
-        progress(done, len(texts))
-    for i, text in enumerate(texts):
-        if i in records:
-            continue
-        try:
-            records[i] = example_record(loaded, i, text, settings)
-        except AttnkitError as e:
-            raise type(e)(f"{data}, text {i + 1}: {e}") from None
-        append_text(path, json.dumps(records[i]) + "\n")
-        done += 1
-        if progress is not None:
-            progress(done, len(texts))
+    path, expected = out / shard_file(shard), header(loaded, data, settings)
+    records = {r["index"]: r for r in read_progress(path, expected, WHAT)}
+    records.update(records_elsewhere(out, expected, path))
+    score_shard(loaded, texts, data, path, records, settings, shard, progress)
+    if shard.size > 1:
+        parts = shard.gather({i: records[i] for i in range(shard.rank, len(texts), shard.size)})
+        if parts is None:
+            return None
+        for part in parts:
+            records.update(part)
+    lines = [json.dumps(expected)] + [json.dumps(records[i]) for i in sorted(records)]  # every rank's and earlier runs' texts
+    atomic_write_text(out / EXAMPLES, "\n".join(lines) + "\n")
     run = {"source": source, "data": str(data), "examples": len(texts), "settings": asdict(settings)}
     return write_report([records[i] for i in range(len(texts))], run, out)

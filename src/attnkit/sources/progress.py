@@ -53,8 +53,7 @@ def lines_fingerprint(lines: Iterable[str]) -> str:
 def read_progress(path: Path, expected: dict, what: str) -> list[dict]:
     """The records of the progress file `path` (`what` it is, for errors: "an examples file of attnkit
     faithfulness"), after checking its header against `expected`; a new file gets `expected` as its header.
-
-    The header's first key is the format (its value the version); the others are those of `FINGERPRINTS`.
+    A last line without its newline (a kill during the append) is cut off the file.
     """
     if not path.exists():
         append_text(path, json.dumps(expected) + "\n")
@@ -63,9 +62,19 @@ def read_progress(path: Path, expected: dict, what: str) -> list[dict]:
     end = data.rfind(b"\n") + 1
     if end < len(data):
         os.truncate(path, end)  # a last line a kill cut short
-    lines = data[:end].decode("utf-8").splitlines()
-    if not lines:
+    if not data[:end].strip():
         append_text(path, json.dumps(expected) + "\n")
+        return []
+    return parse_progress(path, data[:end], expected, what)
+
+
+def parse_progress(path: Path, data: bytes, expected: dict, what: str) -> list[dict]:
+    """The records of a progress file's complete lines `data`, after checking its header against `expected`.
+
+    The header's first key is the format (its value the version); the others are those of `FINGERPRINTS`.
+    """
+    lines = data.decode("utf-8").splitlines()
+    if not lines:
         return []
     try:
         found = json.loads(lines[0])

@@ -22,6 +22,7 @@ The rules the training loop follows (see docs/distributed.md):
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -85,6 +86,14 @@ class World:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
+    def gather(self, value: T) -> list[T] | None:
+        """Every rank's `value` on rank 0, in rank order (pickled between our own processes only); None on the others."""
+        if self.size == 1:
+            return [value]
+        out: list[T] | None = [None] * self.size if self.is_main else None  # type: ignore[list-item]
+        dist.gather_object(value, out, dst=0)
+        return out
+
     @contextlib.contextmanager
     def main_first(self) -> Iterator[None]:
         """Run the body on rank 0, then on the others (e.g. rank 0 fills a cache the others read)."""
@@ -110,10 +119,11 @@ def world_from_env(env: dict[str, str] | None = None) -> World:
 
 
 @contextlib.contextmanager
-def process_group(device: torch.device) -> Iterator[World]:
+def process_group(device: torch.device, timeout: datetime.timedelta | None = None) -> Iterator[World]:
     """Join the ranks for the body (gloo on CPU, NCCL on CUDA) and leave afterwards.
 
-    A group that is already initialized (by a caller) is used as is and left open. Ranks other
+    A group that is already initialized (by a caller) is used as is and left open. `timeout`: how long a
+    collective waits for the slowest rank (None: torch's default, 30 minutes for gloo). Ranks other
     than 0 log warnings and errors only, so a run's log is rank 0's.
     """
     world = world_from_env()
@@ -121,7 +131,7 @@ def process_group(device: torch.device) -> Iterator[World]:
     if created:
         if device.type == "cuda":
             torch.cuda.set_device(world.local_rank)
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo", init_method="env://")
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo", init_method="env://", timeout=timeout)
     quiet = not world.is_main and log.level < logging.WARNING
     previous_level = log.level
     if quiet:

@@ -35,15 +35,16 @@ def _run(hf: HfModel, prep: Prepared, embedding: torch.nn.Module, e: Tensor) -> 
         return hf.model(**inputs).logits
 
 
-def score_function(hf: HfModel, prep: Prepared, output: int | None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
-    """(f: (N, T, D) -> (N,), the input's embeddings (T, D), what f scores)."""
+def score_function(hf: HfModel, prep: Prepared, output: int | None, logits: Tensor | None = None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
+    """(f: (N, T, D) -> (N,), the input's embeddings (T, D), what f scores). `logits`: the model's output for `prep`
+    where the caller has already run it (faithfulness's explained pass), which saves a forward pass."""
     if hf.arch == "vision":
         raise AttnkitError(f"{hf.name}: attributions are over text tokens; this is a vision model")
     holder = hf.model.get_encoder() if hf.arch == "encoder-decoder" else hf.model
     embedding = holder.get_input_embeddings()
     with torch.no_grad():
         x = embedding(prep.inputs["input_ids"])[0].float()  # (T, D)
-        logits = getattr(hf.model(**prep.inputs), "logits", None)
+        logits = getattr(hf.model(**prep.inputs), "logits", None) if logits is None else logits
     name = type(hf.model).__name__
     if logits is None or (hf.arch == "encoder" and logits.dim() != 2):
         raise AttnkitError(f"{hf.name}: {name} has no classification or language-model head to attribute")

@@ -87,7 +87,7 @@ def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = Fals
     positions = [i for i, t in enumerate(prep.inputs["input_ids"][0].tolist()) if t not in specials]
     if not positions:
         raise AttnkitError(f"{hf.name}: the text {text!r} has no tokens but special ones")
-    f, x, label = score_function(hf, prep, c)
+    f, x, label = score_function(hf, prep, c, logits)  # the pass above: no second one
     attention = {name: row[positions] for name, row in collector.compared.items()}  # (T,) each
     tokens = [prep.tokens[i] for i in positions]
     return Explained(tokens, label, float(probs[c]), masked_predict(hf, prep, positions, c), attention, f, x, positions)
