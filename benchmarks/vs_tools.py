@@ -5,7 +5,7 @@
 Run it alone (it times both tools). ferret-xai is for this benchmark only, never an attnkit dependency:
 its pins (transformers < 5, numpy < 2) clash with attnkit's, so the benchmark makes its own virtual
 environment, CACHE/ferret (re-used when present): torch==2.13.0 first, then ferret-xai==0.4.2 with
-transformers<5 and numpy<2. The two sides meet through files: attnkit writes CACHE/cases.json (each
+transformers<5, numpy<2 and pyarrow<18 (a newer pyarrow, through datasets, needs numpy 2). The two sides meet through files: attnkit writes CACHE/cases.json (each
 text, its predicted class, every method's token scores), `vs_tools_envs/ferret_eval.py` runs in the
 ferret environment and writes CACHE/ferret.json.
 
@@ -22,6 +22,10 @@ one: attnkit with `analysis.faithfulness.ferret_aopc` over `sources.hf.explained
 and `AOPC_Sufficiency_Evaluation` at their defaults. One JSON line per (method, metric): both
 means over the texts, the largest difference on one text, each tool's seconds per text; then one
 line per method with attnkit's own defaults (mask removal, ERASER's bins), which are other figures.
+
+The model runs in float64 in both tools by default (`--dtype`): in float32 the two differ by about
+1e-6 in p(y | x') because they pad their batches of shortened inputs to other lengths (ferret: 8 texts
+to the longest, attnkit: up to 32), which changes the float32 rounding, not the removal.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ("the a cat dog bird sat ran on under mat rug and but not very good bad great awful film plot actor "
          "loved hated slow fast funny dull story end was is it this that").split()  # fmt: skip
 METHODS = ("attention", "rollout", "ixg", "ig", "loo", "random")
-FERRET = ("ferret-xai==0.4.2", "transformers<5", "numpy<2")
+FERRET = ("ferret-xai==0.4.2", "transformers<5", "numpy<2", "pyarrow<18")  # pyarrow 18+ (through datasets) needs numpy 2
 DIFFERENCES = {
     "removal": "attnkit: the token replaced by [MASK] (length kept); ferret: deleted (ids decoded to text, tokenized again)",
     "bins": "attnkit: 1, 5, 10, 20, 50% of the tokens, k = ceil(d T), at least 1; ferret: 10, 20, ..., 100%, k = floor(d T), 0 skipped",
@@ -81,14 +85,17 @@ def texts(n: int, seed: int = 0) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 14))) for _ in range(n)]
 
 
-def attnkit_cases(folder: Path, items: list[str]) -> list[dict]:
+def attnkit_cases(folder: Path, items: list[str], dtype: str = "float64") -> list[dict]:
     """Per text: the class, tokens, each method's scores, and attnkit's figures in ferret's mode and its own."""
+    import torch
+
     from attnkit.analysis.faithfulness import faithfulness, ferret_aopc
     from attnkit.sources.faithfulness import method_scores
     from attnkit.sources.hf.explained import explain_hf
     from attnkit.sources.hf.load import load
 
     hf = load(str(folder))
+    hf.model.to(getattr(torch, dtype))
     cases = []
     for i, text in enumerate(items):
         e = explain_hf(hf, text, removal="delete")
@@ -148,16 +155,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--texts", type=int, default=50)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "attnkit-vs")
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="the model's weights, in both tools")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "vs_tools.jsonl")
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     folder = build_model(args.cache / "bert")
-    cases = attnkit_cases(folder, texts(args.texts))
+    cases = attnkit_cases(folder, texts(args.texts), args.dtype)
     (args.cache / "cases.json").write_text(json.dumps(cases))
     subprocess.run([str(ferret_env(args.cache)), str(HERE / "vs_tools_envs" / "ferret_eval.py"), str(folder), str(args.cache / "cases.json"),
-                    str(args.cache / "ferret.json")], check=True)  # fmt: skip
+                    str(args.cache / "ferret.json"), args.dtype], check=True)  # fmt: skip
     tool = json.loads((args.cache / "ferret.json").read_text())
-    stamp = {"model": "tiny random BERT classifier (2 layers, hidden 32)", "texts": len(cases), "cpu": cpu(),
+    stamp = {"model": "tiny random BERT classifier (2 layers, hidden 32)", "dtype": args.dtype, "texts": len(cases), "cpu": cpu(),
              "date": datetime.now(timezone.utc).strftime("%Y-%m-%d")}  # fmt: skip
     lines = compare(cases, tool, stamp)
     args.out.parent.mkdir(parents=True, exist_ok=True)

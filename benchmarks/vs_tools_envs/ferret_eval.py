@@ -1,6 +1,6 @@
 """ferret-xai's AOPC evaluators on attnkit's explanations; runs in the ferret environment that benchmarks/vs_tools.py makes.
 
-    CACHE/ferret/bin/python benchmarks/vs_tools_envs/ferret_eval.py MODEL_FOLDER CASES_JSON OUT_JSON
+    CACHE/ferret/bin/python benchmarks/vs_tools_envs/ferret_eval.py MODEL_FOLDER CASES_JSON OUT_JSON DTYPE
 
 For each case (a text, its class, each method's scores over its tokens but [CLS] and [SEP]) an
 `Explanation` over the tokens with [CLS] and [SEP] (scored 0; ferret drops their scores, as
@@ -14,13 +14,14 @@ import sys
 import time
 
 import numpy as np
+import torch
 import transformers
 from ferret.evaluators.faithfulness_measures import AOPC_Comprehensiveness_Evaluation, AOPC_Sufficiency_Evaluation
 from ferret.explainers.explanation import Explanation
 
 
-def main(folder: str, cases_path: str, out_path: str) -> None:
-    model = transformers.BertForSequenceClassification.from_pretrained(folder).eval()
+def main(folder: str, cases_path: str, out_path: str, dtype: str) -> None:
+    model = transformers.BertForSequenceClassification.from_pretrained(folder).eval().to(getattr(torch, dtype))
     tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_file=f"{folder}/tokenizer.json", unk_token="[UNK]", pad_token="[PAD]",
                                                      cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")  # fmt: skip
     comprehensiveness = AOPC_Comprehensiveness_Evaluation(model, tokenizer)
@@ -41,4 +42,4 @@ def main(folder: str, cases_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
