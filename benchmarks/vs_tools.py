@@ -20,7 +20,9 @@ The explanations are attnkit's (`sources.faithfulness.METHODS` but flow); both t
 one: attnkit with `analysis.faithfulness.ferret_aopc` over `sources.hf.explained.deleted_predict`
 (ferret's removal, bins, rationale and mean), ferret with its `AOPC_Comprehensiveness_Evaluation`
 and `AOPC_Sufficiency_Evaluation` at their defaults. One JSON line per (method, metric): both
-means over the texts, the largest difference on one text, each tool's seconds per text; then one
+means over the texts, the largest difference on one text, each tool's seconds per text (scoring one
+explanation: attnkit's `ferret_aopc` calls, given p(y | x) from `explain_hf`; ferret's two evaluator
+calls, each of which also runs the model on the whole text for p(y | x)); then one
 line per method with attnkit's own defaults (mask removal, ERASER's bins), which are other figures.
 
 The model runs in float64 in both tools by default (`--dtype`): in float32 the two differ by about
