@@ -25,6 +25,14 @@ explanation: attnkit's `ferret_aopc` calls, given p(y | x) from `explain_hf`; fe
 calls, each of which also runs the model on the whole text for p(y | x)); then one
 line per method with attnkit's own defaults (mask removal, ERASER's bins), which are other figures.
 
+inseq 0.7.1 (its own environment, CACHE/inseq: torch==2.13.0, then inseq `--no-deps`, since its wheel
+requires the CUDA 11 `nvidia-*` wheels on Linux, then its other requirements, `INSEQ_NEEDS`) explains
+the next token of --texts other texts through a tiny random GPT-2 built here; `vs_tools_envs/inseq_eval.py`
+writes its input x gradient, integrated gradients (--steps points, from its [UNK] baseline, which
+attnkit is given) of the token's log-probability, and the token's row of each layer's attention, head
+mean. One line per method: the largest difference on one token, the largest score for scale, whether
+both explained the same token, each tool's seconds per text (float32, as inseq runs it).
+
 The model runs in float64 in both tools by default (`--dtype`): in float32 the two differ by about
 1e-6 in p(y | x') because they pad their batches of shortened inputs to other lengths (ferret: 8 texts
 to the longest, attnkit: up to 32), which changes the float32 rounding, not the removal.
@@ -48,6 +56,9 @@ WORDS = ("the a cat dog bird sat ran on under mat rug and but not very good bad 
          "loved hated slow fast funny dull story end was is it this that").split()  # fmt: skip
 METHODS = ("attention", "rollout", "ixg", "ig", "loo", "random")
 FERRET = ("ferret-xai==0.4.2", "transformers<5", "numpy<2", "pyarrow<18")  # pyarrow 18+ (through datasets) needs numpy 2
+INSEQ = "inseq==0.7.1"  # its wheel requires the CUDA 11 nvidia-* wheels on Linux: installed --no-deps, then these
+INSEQ_NEEDS = ("transformers[sentencepiece,tokenizers]>=4.53,<5", "captum>=0.7", "rich", "jaxtyping>=0.2.25", "typeguard<=2.13.3",
+               "matplotlib", "tqdm", "treescope", "protobuf", "numpy<2")  # fmt: skip
 DIFFERENCES = {
     "removal": "attnkit: the token replaced by [MASK] (length kept); ferret: deleted (ids decoded to text, tokenized again)",
     "bins": "attnkit: 1, 5, 10, 20, 50% of the tokens, k = ceil(d T), at least 1; ferret: 10, 20, ..., 100%, k = floor(d T), 0 skipped",
@@ -116,6 +127,93 @@ def attnkit_cases(folder: Path, items: list[str], dtype: str = "float64") -> lis
     return cases
 
 
+def build_gpt2(folder: Path) -> Path:
+    """Save a tiny random GPT-2 (2 layers, hidden 32, weights drawn with std 0.4) and a word-level tokenizer (skipped when there)."""
+    if (folder / "config.json").exists():
+        return folder
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(SPECIALS + list(WORDS))}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]")
+    config = transformers.GPT2Config(vocab_size=len(vocab), n_embd=32, n_layer=2, n_head=4, n_positions=64, initializer_range=0.4,
+                                     bos_token_id=2, eos_token_id=3, pad_token_id=0)  # fmt: skip
+    torch.manual_seed(0)
+    transformers.GPT2LMHeadModel(config).save_pretrained(folder, safe_serialization=True)
+    fast.save_pretrained(folder)
+    return folder
+
+
+def attnkit_generation(folder: Path, items: list[str], steps: int) -> list[dict]:
+    """Per text, attnkit's attributions of the most likely next token's log-probability (inseq's baseline for
+    integrated gradients: [UNK] everywhere) and its row of each layer's attention, head mean, as inseq_eval.py writes them."""
+    import torch
+
+    from attnkit.analysis.attribution import input_x_gradient, integrated_gradients
+    from attnkit.sources.collect import Collector
+    from attnkit.sources.explained import Discard
+    from attnkit.sources.hf.attribute import score_function
+    from attnkit.sources.hf.collect import collecting
+    from attnkit.sources.hf.inputs import prepare
+    from attnkit.sources.hf.load import load
+    from attnkit.sources.options import AttentionOptions
+
+    hf = load(str(folder))
+    cases = []
+    for text in items:
+        prep = prepare(hf, text, AttentionOptions())
+        f, x, label = score_function(hf, prep, None)
+        with torch.no_grad():
+            base = hf.model.get_input_embeddings()(torch.full_like(prep.inputs["input_ids"], hf.tokenizer.unk_token_id))[0]  # (T, D)
+        seconds, start = {}, time.perf_counter()
+        ixg = input_x_gradient(f, x).scores.tolist()
+        seconds["input_x_gradient"], start = time.perf_counter() - start, time.perf_counter()
+        ig = integrated_gradients(f, x, baseline=base, steps=steps, check=False).scores.tolist()
+        seconds["integrated_gradients"], start = time.perf_counter() - start, time.perf_counter()
+        collector = Collector(Discard(), output=("self", x.size(0) - 1))
+        with collecting(hf.model, hf.arch, collector), torch.inference_mode():
+            hf.model(**prep.inputs)
+        collector.finish()
+        rows = [collector.compared[f"self/layer{i + 1}"].tolist() for i in range(hf.model.config.n_layer)]  # (L, T)
+        seconds["attention"] = time.perf_counter() - start
+        cases.append({"scores": {"input_x_gradient": ixg, "integrated_gradients": ig, "attention": rows}, "seconds": seconds, "label": label})
+    return cases
+
+
+def inseq_env(cache: Path) -> Path:
+    """CACHE/inseq/bin/python, made on first use: torch==2.13.0, inseq without its CUDA 11 wheels, then its other requirements."""
+    python = cache / "inseq" / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(cache / "inseq")], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "torch==2.13.0"], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", INSEQ], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *INSEQ_NEEDS], check=True)
+    return python
+
+
+def compare_inseq(cases: list[dict], tool: list[dict], stamp: dict) -> list[dict]:
+    """One line per method: the largest difference on one token, and the largest score for scale."""
+    lines = []
+    for method in cases[0]["scores"]:
+        ours = [torch_flat(c["scores"][method]) for c in cases]
+        theirs = [torch_flat(t["scores"][method]) for t in tool]
+        lines.append({**stamp, "tool": INSEQ, "model": "tiny random GPT-2 (2 layers, hidden 32)", "method": method, "metric": "token scores",
+                      "max_abs_diff": max(max(abs(a - b) for a, b in zip(o, t)) for o, t in zip(ours, theirs)),
+                      "max_abs_score": max(max(abs(a) for a in o) for o in ours),
+                      "attnkit_s_per_text": sum(c["seconds"][method] for c in cases) / len(cases),
+                      "tool_s_per_text": sum(t["seconds"][method] for t in tool) / len(tool),
+                      "same_next_token": all(f"next token {t['generated']!r}" in c["label"] for c, t in zip(cases, tool))})  # fmt: skip
+    return lines
+
+
+def torch_flat(scores: list) -> list[float]:
+    """A method's scores (T,) or (L, T) as one list."""
+    return [v for row in scores for v in row] if scores and isinstance(scores[0], list) else list(scores)
+
+
 def ferret_env(cache: Path) -> Path:
     """CACHE/ferret/bin/python, made on first use: torch==2.13.0 first, then ferret-xai with its pins."""
     python = cache / "ferret" / "bin" / "python"
@@ -153,10 +251,23 @@ def cpu() -> str:
     return names[0] if names else platform.machine()
 
 
+def inseq_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
+    """attnkit's and inseq's attributions and attention of the next token of each text, compared."""
+    folder = build_gpt2(args.cache / "gpt2")
+    items = texts(args.texts, seed=1)
+    (args.cache / "texts.json").write_text(json.dumps(items))
+    subprocess.run([str(inseq_env(args.cache)), str(HERE / "vs_tools_envs" / "inseq_eval.py"), str(folder), str(args.cache / "texts.json"),
+                    str(args.cache / "inseq.json"), str(args.steps)], check=True)  # fmt: skip
+    tool = json.loads((args.cache / "inseq.json").read_text())
+    cases = attnkit_generation(folder, items, args.steps)
+    return compare_inseq(cases, tool, {**stamp, "dtype": "float32"})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--texts", type=int, default=50)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "attnkit-vs")
+    ap.add_argument("--steps", type=int, default=50, help="integrated gradients' points, in both tools (inseq)")
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="the model's weights, in both tools")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "vs_tools.jsonl")
     args = ap.parse_args()
@@ -169,7 +280,7 @@ def main() -> None:
     tool = json.loads((args.cache / "ferret.json").read_text())
     stamp = {"model": "tiny random BERT classifier (2 layers, hidden 32)", "dtype": args.dtype, "texts": len(cases), "cpu": cpu(),
              "date": datetime.now(timezone.utc).strftime("%Y-%m-%d")}  # fmt: skip
-    lines = compare(cases, tool, stamp)
+    lines = compare(cases, tool, stamp) + inseq_lines(args, stamp)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w") as out:
         for line in lines:
