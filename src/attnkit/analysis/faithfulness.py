@@ -129,3 +129,33 @@ def leave_one_out(predict: Predict, n: int, p: float) -> Tensor:
     """p(y | x) - p(y | x without token i) for each of the n tokens: (n,)."""
     keep = ~torch.eye(n, dtype=torch.bool)  # (n, n): row i drops token i
     return p - predict(keep).detach().to("cpu", torch.float64)  # (n,)
+
+
+FERRET_FRACTIONS = tuple(i / 10 for i in range(1, 11))  # ferret's default `thresholds`: 10%, 20%, ..., 100% of the tokens
+
+
+def ferret_aopc(predict: Predict, scores: Tensor, p: float, fractions: Sequence[float] = FERRET_FRACTIONS) -> tuple[float, float]:
+    """(comprehensiveness, sufficiency) AOPC as ferret-xai's evaluators compute them with their defaults
+    (`ferret/evaluators/faithfulness_measures.py`, `utils_from_soft_to_discrete.py`: `based_on="perc"`, `only_pos=True`).
+
+    Where this differs from `faithfulness`: a bin takes k = floor(d T) tokens (none: the bin is skipped); of the top
+    k only those scored above 0 form the rationale (none: skipped); a rationale equal to the previous bin's is
+    skipped; the AOPC is the mean over the bins left, and with none left comprehensiveness is 0 and sufficiency 1.
+    How tokens are removed stays the `predict`'s choice (ferret deletes them: `sources.hf.explained.deleted_predict`).
+    """
+    order = ranking(scores)  # (T,)
+    n = order.numel()
+    positive = torch.as_tensor(scores).detach().to("cpu", torch.float64).reshape(-1) > 0  # (T,)
+    rationales: list[Tensor] = []
+    for d in fractions:
+        k = math.floor(round(d * n, 9))
+        rationale = top_masks(order, [k])[0] & positive  # (T,)
+        if k == 0 or not rationale.any() or (rationales and torch.equal(rationale, rationales[-1])):
+            continue
+        rationales.append(rationale)
+    if not rationales:
+        return 0.0, 1.0
+    keep = torch.stack(rationales)  # (R, T)
+    probs = predict(torch.cat([~keep, keep])).detach().to("cpu", torch.float64)  # (2R,)
+    r = len(rationales)
+    return float((p - probs[:r]).mean()), float((p - probs[r:]).mean())

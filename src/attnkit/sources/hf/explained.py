@@ -51,6 +51,32 @@ def masked_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
     return batched(predict)
 
 
+def deleted_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
+    """keep (N, T) -> p(c | the input with the tokens at `positions` where keep is False deleted) (N,): the removal of
+    ferret-xai and of ERASER's BERT pipeline (`analysis.faithfulness.ferret_aopc`); each batch padded to its longest input."""
+    ranked = torch.zeros(prep.inputs["input_ids"].size(1), dtype=torch.bool)  # (S,)
+    ranked[positions] = True
+    pad = hf.tokenizer.pad_token_id or 0
+
+    def predict(keep: Tensor) -> Tensor:
+        n = keep.size(0)
+        present = (~ranked).expand(n, -1).clone()  # (N, S): the special tokens stay
+        present[:, positions] = keep.cpu()
+        lengths = present.sum(dim=1)  # (N,)
+        mask = torch.arange(int(lengths.max())).unsqueeze(0) < lengths.unsqueeze(1)  # (N, S'): left-aligned, padded
+        inputs = {}
+        for key, v in prep.inputs.items():
+            packed = torch.full(mask.shape, pad if key == "input_ids" else 0, dtype=v.dtype)  # (N, S')
+            packed[mask] = v.cpu().expand(n, -1)[present]
+            inputs[key] = packed.to(v.device)
+        inputs["attention_mask"] = mask.long().to(prep.inputs["input_ids"].device)
+        with torch.inference_mode():
+            logits = hf.model(**inputs).logits  # (N, C)
+        return logits.double().softmax(dim=-1)[:, c]  # (N,)
+
+    return batched(predict)
+
+
 def pair_inputs(hf: HfModel, text: str, truncate: bool) -> Prepared:
     """The inputs of a sentence pair ``first<TAB>second``, encoded as the tokenizer encodes pairs (token types too)."""
     first, second = text.split("\t", 1)
@@ -71,8 +97,9 @@ def check_hf(hf: HfModel) -> None:
         raise AttnkitError(f"{hf.name}: {name} has no sequence-classification head (...ForSequenceClassification)")
 
 
-def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = False) -> Explained:
-    """The predicted class of `text` through a sequence classifier (module docstring)."""
+def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = False, removal: str = "mask") -> Explained:
+    """The predicted class of `text` through a sequence classifier (module docstring); `removal="delete"`:
+    tokens are deleted as ferret-xai deletes them (`deleted_predict`)."""
     from attnkit.sources.hf.attribute import score_function
 
     check_hf(hf)
@@ -90,4 +117,5 @@ def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = Fals
     f, x, label = score_function(hf, prep, c, logits)  # the pass above: no second one
     attention = {name: row[positions] for name, row in collector.compared.items()}  # (T,) each
     tokens = [prep.tokens[i] for i in positions]
-    return Explained(tokens, label, float(probs[c]), masked_predict(hf, prep, positions, c), attention, f, x, positions)
+    predict = (deleted_predict if removal == "delete" else masked_predict)(hf, prep, positions, c)
+    return Explained(tokens, label, float(probs[c]), predict, attention, f, x, positions)
