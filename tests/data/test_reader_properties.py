@@ -23,7 +23,7 @@ from hypothesis import strategies as st  # noqa: E402
 from attnkit.cli import main  # noqa: E402
 from attnkit.errors import ConfigError  # noqa: E402
 from attnkit.families import load_config  # noqa: E402
-from own_data import EXAMPLES  # noqa: E402
+from own_data import EXAMPLES, sets  # noqa: E402
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 JUNK = ["", " ", '"', '""', '"a', 'a"b', "'", "\t", ",", ";", "{", "}", "[", "(", ")", "\\", "\x00", "é", "\ufeff", "\u2028", "x" * 70_000]
@@ -94,6 +94,7 @@ def assert_one_line_naming(status: int, err: str, path: Path) -> str:
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_reader_takes_a_file_or_names_its_file_and_line(case: str) -> None:
     family, name, example, sep, argv = CASES[case]
+    taken: list[bytes] = []
 
     @SETTINGS
     @given(data=changed(example, sep))
@@ -104,6 +105,7 @@ def test_a_reader_takes_a_file_or_names_its_file_and_line(case: str) -> None:
             args = [str(path) if a == "GEN" else a for a in argv]
             status, err = run_cli(["init", family, *args, "--out", str(Path(tmp) / "my.yaml")])
             if status == 0:
+                taken.append(data)
                 return
             line = assert_one_line_naming(status, err, path)
             assert re.search(rf"{re.escape(str(path))}[^:]*\bline \d+", line) or WHOLE_FILE.search(line), line
@@ -112,6 +114,12 @@ def test_a_reader_takes_a_file_or_names_its_file_and_line(case: str) -> None:
             assert not run.exists()
 
     check()
+    changed_and_taken = [data for data in taken if data != example.read_bytes()]
+    with tempfile.TemporaryDirectory() as tmp:  # what init takes, training takes (the last changed file, a few steps)
+        path = Path(tmp) / name
+        path.write_bytes(changed_and_taken[-1])
+        status, err = run_cli(["train", family, *[str(path) if a == "GEN" else a for a in argv], "--out", str(Path(tmp) / "run"), *sets(family)])
+        assert status == 0, err
 
 
 @SETTINGS
