@@ -28,7 +28,9 @@ from own_data import EXAMPLES, sets  # noqa: E402
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 JUNK = ["", " ", '"', '""', '"a', 'a"b', "'", "\t", ",", ";", "{", "}", "[", "(", ")", "\\", "\x00", "é", "\ufeff", "\u2028", "x" * 70_000]
 # A file's problem that no single line has (one error naming the file is the answer there).
-WHOLE_FILE = re.compile(r"lines but|no header|empty file|no (trees|captions|pairs|rows)\b|not a (file|folder|table)|no such file|one table file")
+WHOLE_FILE = re.compile(
+    r"lines but|expected a Karpathy split file|no header|empty file|no (trees|captions|pairs|rows)\b|not a (file|folder|table)|no such file|one table file"
+)
 
 
 @st.composite
@@ -72,6 +74,8 @@ CASES = {
     "parsing trees": ("parsing", "train.txt", EXAMPLES / "parsing" / "train.txt", " ", ["--train", "GEN", "--valid", str(EXAMPLES / "parsing" / "valid.txt")]),
     "captioning images": ("captioning", "train.txt", EXAMPLES / "captioning" / "train.txt", "\t",
                           ["--images", str(EXAMPLES / "captioning" / "images"), "--train", "GEN", "--valid", str(EXAMPLES / "captioning" / "valid.txt")]),
+    "captioning split file": ("captioning", "dataset.json", EXAMPLES / "captioning" / "dataset.json", ", ",
+                              ["--images", str(EXAMPLES / "captioning" / "images"), "--captions", "GEN"]),
 }  # fmt: skip
 
 
