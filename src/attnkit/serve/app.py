@@ -9,7 +9,9 @@ Every model runs on its own `DynamicBatcher` threads (`Batching.workers`, `--wor
 decodes with attnkit's search or the engine `--engine` names (`Family.engines`). Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
 `serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a
-model error (the server keeps serving).
+model error (the server keeps serving). /openapi.json documents each of them with that body (`ERRORS`)
+and states in the request schemas what the server checks, the served limits included
+(`_schema_with_limits`); tests/serve/test_schema_fuzz.py fuzzes the API from it.
 """
 
 from __future__ import annotations

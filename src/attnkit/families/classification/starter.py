@@ -44,11 +44,6 @@ def _columns(path: str, args: argparse.Namespace) -> tuple[str, str | None, str]
     return text, text2, label  # type: ignore[return-value]  # checked above
 
 
-def shown(label: str) -> str:
-    """A label as a YAML comment may hold it: escaped (repr) if it has a character that YAML refuses or reads as a line break."""
-    return label if label.isprintable() else repr(label)
-
-
 def config(args: argparse.Namespace) -> str:
     if len(args.train or ()) != 1 or len(args.valid or ()) != 1:
         raise DataError("--train and --valid: one table file each (.csv, .tsv, .jsonl or .json)")
@@ -64,7 +59,7 @@ def config(args: argparse.Namespace) -> str:
 data:
   corpus: labelled
   # .csv/.tsv with a header row, .jsonl or .json (plain or .gz), as datasets.load_dataset("csv"/"json") reads them
-  train: {json.dumps(train_file)}   # {len(examples)} examples, labels {", ".join(shown(label) for label in labels.labels)}
+  train: {json.dumps(train_file)}   # {len(examples)} examples, labels {labels.shown()}
   valid: {json.dumps(valid_file)}
   text_column: {json.dumps(text)}
 {second}  label_column: {json.dumps(label)}
