@@ -25,7 +25,7 @@ from attnkit.errors import ConfigError  # noqa: E402
 from attnkit.families import load_config  # noqa: E402
 from own_data import EXAMPLES, sets  # noqa: E402
 
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 JUNK = ["", " ", '"', '""', '"a', 'a"b', "'", "\t", ",", ";", "{", "}", "[", "(", ")", "\\", "\x00", "é", "\ufeff", "\u2028", "x" * 70_000]
 # A file's problem that no single line has (one error naming the file is the answer there).
 WHOLE_FILE = re.compile(
