@@ -84,6 +84,15 @@ def test_missing_and_invalid_files(tmp_path):
         load_config(write(tmp_path, {"data": {"corpus": "synthetic"}}))
 
 
+def test_a_character_yaml_does_not_allow_is_one_line_with_its_line(tmp_path):
+    """Found by tests/data/test_reader_properties.py: PyYAML's reader error spans two lines."""
+    bad = tmp_path / "nul.yaml"
+    bad.write_text("data:\n  corpus: synthetic\nmodel: {kind: transformer}\x00\n")
+    with pytest.raises(ConfigError) as error:
+        load_config(bad)
+    assert str(error.value) == f"{bad}, line 3: invalid YAML (character U+0000 is not allowed)"
+
+
 def test_resolved_config_round_trips(tmp_path):
     run = load_config(write(tmp_path, MINIMAL), ["model.layers=2"])
     again = validate(yaml.safe_load(dump_config(run)), "dump")

@@ -53,3 +53,20 @@ def test_cell_names_what_is_wrong(tmp_path: Path) -> None:
         cell({"label": "x"}, "text", "f, line 2")
     with pytest.raises(DataError, match=r"unknown table format"):
         list(iter_rows(_write(tmp_path, "t.txt", "a\n")))
+
+
+@pytest.mark.parametrize("kind", ["csv", "tsv"])
+def test_a_file_whose_lines_end_in_a_carriage_return_alone_is_one_line_of_error(tmp_path: Path, kind: str) -> None:
+    """Found by tests/data/test_reader_properties.py: csv.Error's traceback (CSV), a header of the whole file (TSV)."""
+    sep = "," if kind == "csv" else "\t"
+    path = _write(tmp_path, f"mac.{kind}", f"text{sep}label\ra{sep}b\rc{sep}d\r" * 50)
+    with pytest.raises(DataError) as error:
+        list(iter_rows(path, ["text", "label"]))
+    message = str(error.value)
+    assert message.startswith(f"{path}, line 1: ") and "carriage return alone" in message and "\n" not in message and len(message) < 300
+
+
+def test_a_missing_column_quotes_a_long_header_shortened(tmp_path: Path) -> None:
+    path = _write(tmp_path, "wide.tsv", "\t".join(f"column{i}" for i in range(100)) + "\na\n")
+    with pytest.raises(DataError, match=r"no column 'src' \(the header has column0, column1, .{150,200}\.\.\.\)$"):
+        list(iter_rows(path, ["src"]))

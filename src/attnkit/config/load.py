@@ -28,13 +28,16 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file" if not path.exists() else f"{path}: not a file")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        raw = yaml.safe_load(text)
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow (a control character, say)
+        raise ConfigError(f"{path}, line {text.count(chr(10), 0, e.position) + 1}: invalid YAML (character U+{e.character:04X} is not allowed)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{where}: invalid YAML ({getattr(e, 'problem', e)})") from None
+        raise ConfigError(f"{path}{where}: invalid YAML ({' '.join(str(getattr(e, 'problem', e)).split())})") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):

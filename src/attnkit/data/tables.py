@@ -84,14 +84,17 @@ def _delimited_rows(path: str | Path, kind: str, columns: Sequence[str]) -> Iter
     if kind == "tsv":
         records = ((number, line.rstrip("\n").split("\t")) for number, line in lines)
     else:
-        records = _csv_records(lines)
+        records = _csv_records(lines, path)
     number, first = next(records, (1, []))
     header = [name.strip() for name in first]
     if not any(header):
         raise DataError(f"{path}, line {number}: expected a header row with the column names")
+    if any("\r" in name for name in header):  # the file is one line: its lines end in CR alone
+        raise DataError(f"{path}, line {number}: lines that end in a carriage return alone (old Mac ends); save the file with LF or CRLF ends")
     for column in columns:
         if column not in header:
-            raise DataError(f"{path}, line {number}: no column {column!r} (the header has {', '.join(header)})")
+            shown = ", ".join(header)
+            raise DataError(f"{path}, line {number}: no column {column!r} (the header has {shown if len(shown) <= 200 else shown[:200] + '...'})")
     for number, values in records:
         if not any(v.strip() for v in values):
             continue
@@ -100,8 +103,9 @@ def _delimited_rows(path: str | Path, kind: str, columns: Sequence[str]) -> Iter
         yield f"{path}, line {number}", dict(zip(header, values))
 
 
-def _csv_records(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, list[str]]]:
-    """CSV records with the line each starts on (a quoted field may span lines)."""
+def _csv_records(lines: Iterator[tuple[int, str]], path: str | Path) -> Iterator[tuple[int, list[str]]]:
+    """CSV records with the line each starts on (a quoted field may span lines); a line the csv module cannot
+    read (a carriage return alone inside a line, old Mac ends) is one `DataError` naming it."""
     numbered = iter(lines)
     current = [0]
 
@@ -112,9 +116,12 @@ def _csv_records(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, list[s
 
     reader = csv.reader(texts())
     start = 1
-    for values in reader:
-        yield start, values
-        start = current[0] + 1
+    try:
+        for values in reader:
+            yield start, values
+            start = current[0] + 1
+    except csv.Error as e:
+        raise DataError(f"{path}, line {current[0]}: not CSV ({e}; a carriage return alone does not end a line)") from None
 
 
 def _is_array(path: str | Path) -> bool:

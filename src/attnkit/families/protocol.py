@@ -16,10 +16,10 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from torch import nn
 
 from attnkit import extras
@@ -63,14 +63,37 @@ class Task(Protocol):
         held-out split is the shared one (`attnkit.families.validation.validation_sums`)."""
 
 
+# A text with a character that is not white space (`str.isspace`), which `serve` asks of every text (an
+# empty text is refused with one line, 422). The schema says so in regex syntax that JSON Schema (ECMA),
+# Python's `re` and Rust's regex read alike: no `\s`, whose characters differ between them.
+NOT_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+Text = Annotated[str, Field(json_schema_extra={"pattern": NOT_BLANK})]  # documented here, checked by serve
+
+
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):  # JSON's true and false are no numbers; pydantic would read them as 1 and 0
+        raise ValueError("Input should be a number, not true or false")
+    return value
+
+
+# A request's optional settings (the check around the union: inside it, pydantic would not write `Field(ge=...)` as a minimum).
+OptionalInt = Annotated[int | None, BeforeValidator(_not_a_boolean)]  # 10.0 is an integer too, as JSON Schema says
+OptionalFloat = Annotated[float | None, BeforeValidator(_not_a_boolean)]
+
+
+def texts_field(description: str) -> Any:
+    """The `texts` of a request: at least one, none blank (serve checks both, and its limits)."""
+    return Field(description=description, json_schema_extra={"minItems": 1})
+
+
 class ApiRequest(BaseModel):
     """What every `POST /v1/...` body has; a family's request adds its own settings."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     model: str | None = Field(None, description="a loaded model's name (GET /v1/models); default: the first of this task")
-    texts: list[str] = Field(description="the inputs, one sentence or document each")
-    attention: bool = Field(False, description="also return attention matrices")
+    texts: list[Text] = texts_field("the inputs, one sentence or document each")
+    attention: StrictBool = Field(False, description="also return attention matrices")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ Every model runs on its own `DynamicBatcher` threads (`Batching.workers`, `--wor
 decodes with attnkit's search or the engine `--engine` names (`Family.engines`). Bad requests answer one clear `detail` line:
 413 for too many or too long texts (or a body too large for them, with or without a Content-Length:
 `serve/body_limit.py`), 422 for an empty or malformed body, 404 for an unknown model, 500 for a
-model error (the server keeps serving).
+model error (the server keeps serving). /openapi.json documents each of them with that body (`ERRORS`)
+and states in the request schemas what the server checks, the served limits included
+(`_schema_with_limits`); tests/serve/test_schema_fuzz.py fuzzes the API from it.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from pathlib import Path
 
 import torch
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
@@ -47,7 +51,9 @@ STATIC = resources.files("attnkit.serve") / "static"
 SHARED_ASSETS = {"attention.js": template("attention.js"), "attention-views.js": template("attention-views.js"), "attention.css": template("attention.css"),
                  "page.js": (STATIC / "page.js").read_text(encoding="utf-8")}  # fmt: skip
 MEDIA = {".js": "text/javascript", ".css": "text/css"}
-ERRORS = {code: {"model": schemas.Error} for code in (404, 413, 422, 500)}
+ERRORS = {code: {"model": schemas.Error, "description": why} for code, why in [
+    (404, "Unknown model or run"), (413, "Too many or too long texts, or a body too large for them"),
+    (422, "A body that is not JSON, or does not fit the schema, or that the model refuses"), (500, "The model failed (the server keeps serving)")]}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -162,8 +168,8 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
     assets.update({name: path.read_text(encoding="utf-8") for name, path in EXPLORER.assets.items()})
     for path, page in EXPLORER.pages.items():
         _add_page(app, path, render_page(page, EXPLORER, nav))
-    add_routes(app, {**{name: RunSource(loaded) for name, loaded in models.items()}, **(hf or {})}, limits.max_chars, limits.max_cells)
-    add_curves_route(app, models)
+    add_routes(app, {**{name: RunSource(loaded) for name, loaded in models.items()}, **(hf or {})}, limits.max_chars, limits.max_cells, ERRORS)
+    add_curves_route(app, models, ERRORS)
     for family in FAMILIES.values():
         assets.update({name: path.read_text(encoding="utf-8") for name, path in family.api.assets.items()})
         for path, page in family.api.pages.items():
@@ -184,6 +190,14 @@ def _add_shared_routes(app: FastAPI, served: dict[str, ServedModel], assets: dic
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"detail": _validation_message(exc)}, status_code=422)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's 400 for a body that is not UTF-8
+            return JSONResponse({"detail": f"malformed JSON body: not UTF-8 (byte {exc.__cause__.start})"}, status_code=422)
+        return await http_exception_handler(request, exc)
+
+    app.openapi = _schema_with_limits(app, limits)
+
     @app.get("/static/{name}", include_in_schema=False)
     async def static(name: str) -> Response:
         if name not in assets:
@@ -197,6 +211,28 @@ def _add_shared_routes(app: FastAPI, served: dict[str, ServedModel], assets: dic
     @app.get("/v1/models", response_model=list[schemas.ModelInfo])
     async def list_models() -> list[schemas.ModelInfo]:
         return [model.info() for model in served.values()]
+
+
+def _schema_with_limits(app: FastAPI, limits: Limits):
+    """`app.openapi` with the served limits in each request body: at most `max_texts` texts and `max_chars`
+    characters a text (`texts`, the attention page's `text` and `target`), which the server answers 413."""
+    openapi = app.openapi
+
+    def schema() -> dict:
+        if app.openapi_schema is None:
+            components = openapi()["components"]["schemas"]
+            for path in app.openapi_schema["paths"].values():
+                ref = path.get("post", {}).get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {}).get("$ref")
+                for name, field in components[ref.rsplit("/", 1)[-1]]["properties"].items() if ref else ():
+                    if name == "texts":
+                        field.update(maxItems=limits.max_texts)
+                        field["items"].update(maxLength=limits.max_chars)
+                    for string in [field, *field.get("anyOf", [])] if name in ("text", "target") else ():
+                        if string.get("type") == "string":
+                            string.update(maxLength=limits.max_chars)
+        return app.openapi_schema
+
+    return schema
 
 
 def _add_page(app: FastAPI, path: str, html: str) -> None:

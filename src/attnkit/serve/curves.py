@@ -24,10 +24,11 @@ class CurvesResponse(BaseModel):
     note: str | None = None  # why there are no curves
 
 
-def add_curves_route(app: FastAPI, runs: dict[str, LoadedRun]) -> None:
-    """`GET /v1/models/{name}/metrics` over the served `runs` (name -> loaded run)."""
+def add_curves_route(app: FastAPI, runs: dict[str, LoadedRun], errors: dict) -> None:
+    """`GET /v1/models/{name}/metrics` over the served `runs` (name -> loaded run); `errors`: the error answers to
+    document (status -> OpenAPI response)."""
 
-    @app.get("/v1/models/{name}/metrics", response_model=CurvesResponse)
+    @app.get("/v1/models/{name}/metrics", response_model=CurvesResponse, responses={code: errors[code] for code in (404, 422)})
     def metrics(name: str) -> CurvesResponse:
         if name not in runs:
             raise HTTPException(404, f"unknown run {name!r}; runs: {', '.join(runs) or 'none'}")

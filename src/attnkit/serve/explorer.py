@@ -17,10 +17,10 @@ from importlib import resources
 from typing import Literal
 
 from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from attnkit.errors import AttnkitError
-from attnkit.families.protocol import Api, Page
+from attnkit.families.protocol import Api, OptionalInt, Page, Text
 from attnkit.sources.options import AttentionOptions
 from attnkit.sources.page import page_record
 from attnkit.sources.source import Source
@@ -35,14 +35,14 @@ class AttentionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     model: str | None = Field(None, description="a source's name (GET /v1/sources); default: the first")
-    text: str = Field(description="the input text")
+    text: Text = Field(description="the input text")
     target: str | None = Field(None, description="encoder-decoder models: the target to attend over (default: the model's own output)")
-    words: bool = Field(False, description="merge subword pieces into words")
-    flow: bool | Literal["explained", "all"] = Field(
+    words: StrictBool = Field(False, description="merge subword pieces into words")
+    flow: StrictBool | Literal["explained", "all"] = Field(
         False, description='attention flow: true or "explained", the explained output\'s row; "all", every row (slow)'
     )
     attribute: list[Literal["ixg", "ig"]] = Field([], description="attributions of one output and their Kendall tau with attention (translation runs too)")
-    output: int | None = Field(None, ge=0, description="with attribute: a class, a next-token id or a target position (default: the model's own)")
+    output: OptionalInt = Field(None, ge=0, description="with attribute: a class, a next-token id or a target position (default: the model's own)")
 
 
 class AttentionResponse(BaseModel):
@@ -55,15 +55,16 @@ class SourceInfo(BaseModel):
     type: str  # "run" or "hf": the source's kind
 
 
-def add_routes(app: FastAPI, sources: dict[str, Source], max_chars: int, max_cells: int) -> None:
-    """`GET /v1/sources` and `POST /v1/attention` over `sources` (name -> a run or a Hugging Face model, `sources.source`)."""
+def add_routes(app: FastAPI, sources: dict[str, Source], max_chars: int, max_cells: int, errors: dict) -> None:
+    """`GET /v1/sources` and `POST /v1/attention` over `sources` (name -> a run or a Hugging Face model, `sources.source`);
+    `errors`: the error answers to document (status -> OpenAPI response)."""
     locks = {name: threading.Lock() for name in sources}
 
     @app.get("/v1/sources", response_model=list[SourceInfo])
     async def list_sources() -> list[SourceInfo]:
         return [SourceInfo(name=name, type=s.kind) for name, s in sources.items()]
 
-    @app.post("/v1/attention", response_model=AttentionResponse)
+    @app.post("/v1/attention", response_model=AttentionResponse, responses=errors)
     async def attention(body: AttentionRequest) -> AttentionResponse:
         name = body.model or next(iter(sources), None)
         if name not in sources:

@@ -80,3 +80,24 @@ def test_bad_utf8(write_file, cli_error, tmp_path: Path) -> None:
     table = write_file(tmp_path, "t.tsv", b"text\tlabel\ngood\tpositive\nb\xe4d\tnegative\n")
     err = cli_error(["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
     assert f"{table}, line 3: invalid UTF-8" in err
+
+
+def test_a_label_with_control_characters_keeps_the_config_yaml(tmp_path: Path) -> None:
+    """Found by tests/data/test_reader_properties.py: a label with ESC (or U+0085, a YAML line break) written raw
+    into init's comment made the config unreadable (PyYAML's traceback)."""
+    train = tmp_path / "t.jsonl"
+    train.write_text('{"text": "good film", "label": "pos\\u001b"}\n{"text": "bad film", "label": "neg\\u0085x: 1"}\n', encoding="utf-8")
+    config = tmp_path / "my.yaml"
+    assert main(["init", "classification", "--train", str(train), "--valid", str(train), "--out", str(config)]) == 0
+    text = config.read_text(encoding="utf-8")
+    assert "labels 'neg\\x85x: 1', 'pos\\x1b'" in text and yaml.safe_load(text)["data"]["label_column"] == "label"
+
+
+def test_an_unknown_label_names_the_known_ones_on_one_short_line(tmp_path: Path, cli_error) -> None:
+    """Found by tests/data/test_reader_properties.py: a quote left open swallowed the rest of the training file
+    into one label, and the validation file's error quoted it whole, over hundreds of lines."""
+    train = tmp_path / "t.csv"
+    train.write_text('text,label\ngood film,pos\nbad film,"neg\n' + "more,pos\n" * 300, encoding="utf-8")
+    err = cli_error(["init", "classification", "--train", str(train), "--valid", str(EXAMPLES / "valid.csv")])
+    assert "\n" not in err.strip() and len(err) < 500
+    assert f"{EXAMPLES / 'valid.csv'}, line 2: unknown label 'positive' (known: 'neg\\nmore,pos\\nmore,pos" in err and "..., pos)" in err

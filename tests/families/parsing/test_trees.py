@@ -160,3 +160,10 @@ def test_tree_accessors_and_spans():
     (tree,) = parse_trees("(S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .))")
     assert tree.tagged() == [("the", "DT"), ("dog", "NN"), ("barks", "VBZ"), (".", ".")]
     assert spans(tree) == [("S", 0, 4), ("NP", 0, 2), ("VP", 2, 3)]
+
+
+def test_a_byte_order_mark_before_the_first_tree_is_no_text(tmp_path):
+    """Found by tests/data/test_reader_properties.py: a BOM was 'text outside brackets'."""
+    path = tmp_path / "bom.txt"
+    path.write_bytes("\ufeff(S (NN a))\r\n(S (NN b))\r\n".encode())
+    assert [str(tree) for tree in read_trees(path, suffix=".txt")] == ["(S (NN a))", "(S (NN b))"]

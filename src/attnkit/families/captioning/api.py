@@ -19,17 +19,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
 from attnkit.families.captioning.infer import CaptionResult, caption_images
-from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
+from attnkit.families.protocol import Api, ApiRequest, Endpoint, OptionalInt, Page, Text, texts_field
 
 STATIC = resources.files("attnkit.families.captioning") / "static"
 MAX_IMAGE_BYTES = 4 << 20
 
 
 class CaptionRequest(ApiRequest):
-    texts: list[str] = Field(description="a name for each image (shown in results and errors)")
+    texts: list[Text] = texts_field("a name for each image (shown in results and errors)")
     images: list[str] = Field(description="the encoded images (JPEG, PNG, ...), base64, one per name in texts")
-    beam: int | None = Field(None, ge=1, le=16, description="beam size (1 = greedy); default: the run's decode.beam")
-    nbest: int | None = Field(None, ge=1, le=16, description="captions per image (<= beam); default 1")
+    beam: OptionalInt = Field(None, ge=1, le=16, description="beam size (1 = greedy); default: the run's decode.beam")
+    nbest: OptionalInt = Field(None, ge=1, le=16, description="captions per image (<= beam); default 1")
 
 
 class Caption(BaseModel):

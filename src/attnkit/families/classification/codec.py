@@ -16,7 +16,7 @@ from typing import Any
 from attnkit.data.tokenizers import Tokenizer, WordTokenizer
 from attnkit.data.vocab import Vocabulary
 from attnkit.errors import DataError
-from attnkit.families.classification.data import LabelledText, LabelMap
+from attnkit.families.classification.data import LabelledText, LabelMap, shown_label
 
 logger = logging.getLogger("attnkit")
 _WORD = re.compile(r"\w+(?:['’-]\w+)*|['’]\w+|[^\w\s]")  # words (don't, co-writer, 's) or one symbol
@@ -97,7 +97,7 @@ def encode_examples(
     encoded, dropped = [], 0
     for number, e in enumerate(examples, start=1):
         if e.label not in label_map:
-            raise DataError(f"example {number}: unknown label {e.label!r} (known: {', '.join(label_map.labels)})")
+            raise DataError(f"example {number}: unknown label {shown_label(repr(e.label))} (known: {label_map.shown()})")
         ids = vocab.encode(tokenizer.tokenize(normalize(e.text, lowercase)))
         ids2 = None if e.text2 is None else vocab.encode(tokenizer.tokenize(normalize(e.text2, lowercase)))
         if not ids or ids2 == []:

@@ -44,6 +44,13 @@ class LabelledText:
     text2: str | None = None
 
 
+def shown_label(label: str) -> str:
+    """A label as one line may hold it: as it is if printable, else escaped (repr: a control character, a line
+    break, which YAML would read as the end of a comment); cut at 80 characters."""
+    text = label if label.isprintable() else repr(label)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
 class LabelMap:
     """Label names <-> class ids, stored with a model so evaluation uses the training ids.
 
@@ -67,6 +74,11 @@ class LabelMap:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    def shown(self) -> str:
+        """The labels for one line of an error or a YAML comment (`shown_label` each, the list cut at 200 characters)."""
+        text = ", ".join(shown_label(label) for label in self.labels)
+        return text if len(text) <= 200 else text[:200] + "..."
 
     def __contains__(self, label: object) -> bool:
         return label in self._ids
@@ -141,7 +153,7 @@ def read_labelled(
             continue
         label = rename_labels.get(label, label) if rename_labels else label
         if label_map is not None and label not in label_map:
-            raise DataError(f"{where}: unknown label {label!r} (known: {', '.join(label_map.labels)})")
+            raise DataError(f"{where}: unknown label {shown_label(repr(label))} (known: {label_map.shown()})")
         text2 = None if text2_column is None else cell(row, text2_column, where)
         examples.append(LabelledText(cell(row, text_column, where), label, text2))
     if skipped:

@@ -22,7 +22,7 @@ from attnkit.data.batching import pad
 from attnkit.errors import DataError
 from attnkit.evaluate.metrics import accuracy
 from attnkit.families.classification.codec import words
-from attnkit.families.classification.data import LabelledText, read_labelled, read_snli, read_sst_trees
+from attnkit.families.classification.data import LabelledText, read_labelled, read_snli, read_sst_trees, shown_label
 from attnkit.families.classification.metrics import confusion_matrix, macro_f1
 from attnkit.progress import counter
 
@@ -157,7 +157,7 @@ def read_eval_file(loaded: LoadedRun, path: str | Path) -> list[LabelledText]:
                                     text2_column=d.text2_column, label_map=labels)  # fmt: skip
     for number, e in enumerate(examples, start=1):
         if e.label not in labels:
-            raise DataError(f"{path}, example {number}: unknown label {e.label!r} (the run knows {', '.join(labels.labels)})")
+            raise DataError(f"{path}, example {number}: unknown label {shown_label(repr(e.label))} (the run knows {labels.shown()})")
     return examples
 
 

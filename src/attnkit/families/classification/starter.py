@@ -68,7 +68,7 @@ def config(args: argparse.Namespace) -> tuple[str, OwnData]:
 data:
   corpus: labelled
   # .csv/.tsv with a header row, .jsonl or .json (plain or .gz), as datasets.load_dataset("csv"/"json") reads them
-  train: {json.dumps(train_file)}   # {len(examples)} examples, labels {", ".join(labels.labels)}
+  train: {json.dumps(train_file)}   # {len(examples)} examples, labels {labels.shown()}
   valid: {json.dumps(valid_file)}
   text_column: {json.dumps(text)}
 {second}  label_column: {json.dumps(label)}

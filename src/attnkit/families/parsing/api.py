@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Hashable
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.families.parsing.explore import explore, record
-from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
+from attnkit.families.protocol import Api, ApiRequest, Endpoint, OptionalFloat, OptionalInt, Page
 
 STATIC = resources.files("attnkit.families.parsing") / "static"
 
 
 class ParseRequest(ApiRequest):
-    beam: int | None = Field(None, ge=1, le=32, description="beam size (1 = greedy); default: the run's decode.beam")
-    alpha: float | None = Field(None, ge=0.0, le=5.0, description="length penalty; default: the run's decode.alpha")
-    raw: bool = Field(False, description="the texts are raw: tokenise them PTB-style first (else split on spaces)")
+    beam: OptionalInt = Field(None, ge=1, le=32, description="beam size (1 = greedy); default: the run's decode.beam")
+    alpha: OptionalFloat = Field(None, ge=0.0, le=5.0, description="length penalty; default: the run's decode.alpha")
+    raw: StrictBool = Field(False, description="the texts are raw: tokenise them PTB-style first (else split on spaces)")
 
 
 class AttentionMap(BaseModel):

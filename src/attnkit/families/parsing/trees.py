@@ -208,7 +208,7 @@ def _read_bytes(path: Path) -> bytes:
 
 def _decode(data: bytes, source: str) -> str:
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a leading byte-order mark is no text, as in every other reader
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise DataError(f"{source}, line {line}: invalid UTF-8 (byte 0x{data[err.start]:02x})") from None

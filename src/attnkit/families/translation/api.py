@@ -5,20 +5,20 @@ from __future__ import annotations
 from collections.abc import Hashable
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
+from attnkit.families.protocol import Api, ApiRequest, Endpoint, OptionalFloat, OptionalInt, Page
 from attnkit.families.translation.explore import explore, explore_decode, record
 
 STATIC = resources.files("attnkit.families.translation") / "static"
 
 
 class TranslateRequest(ApiRequest):
-    beam: int | None = Field(None, ge=1, le=16, description="beam size (1 = greedy); default: the run's decode.beam")
-    alpha: float | None = Field(None, ge=0.0, le=5.0, description="length penalty; default: the run's decode.alpha")
-    nbest: int | None = Field(None, ge=1, le=16, description="hypotheses per text (<= beam); default: the beam size")
-    words: bool = Field(False, description="merge subword pieces into words in the attention matrices")
+    beam: OptionalInt = Field(None, ge=1, le=16, description="beam size (1 = greedy); default: the run's decode.beam")
+    alpha: OptionalFloat = Field(None, ge=0.0, le=5.0, description="length penalty; default: the run's decode.alpha")
+    nbest: OptionalInt = Field(None, ge=1, le=16, description="hypotheses per text (<= beam); default: the beam size")
+    words: StrictBool = Field(False, description="merge subword pieces into words in the attention matrices")
 
 
 class Hypothesis(BaseModel):
