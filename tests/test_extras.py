@@ -173,6 +173,7 @@ def test_export_engine_missing(package, fmt, tiny_transformer_run, tmp_path, blo
         assert (out / "attnkit-export.json").is_file()
 
 
+@pytest.mark.slow
 def test_onnx_export_needs_neither_ctranslate2_nor_onnxruntime(tiny_transformer_run, tmp_path, block):
     from attnkit.families.translation.export import onnx_runner
     from attnkit.families.translation.export.bundle import read_bundle

@@ -23,7 +23,6 @@ from attnkit.commands import analysis, attention, data, doctor, explore, init, p
 from attnkit.errors import AttnkitError
 
 SIGPIPE_STATUS = 128 + 13  # a closed stdout: the status of a process that SIGPIPE ended (`yes | head`), which `set -o pipefail` sees
-JEMALLOC_COMMANDS = {"train", "demo", "sweep", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
 
 __all__ = ["main"]
 
@@ -199,13 +198,12 @@ def _silence_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:  # a real command line, not a library call: maybe re-executed on jemalloc first
+    if argv is None:  # a real command line, not a library call (attnkit.__main__ re-executed it on jemalloc if it could)
         words = sys.argv[1:]
         _setup_logging(bool({"-v", "--verbose"} & set(words)))
-        if next((w for w in words if not w.startswith("-")), None) in JEMALLOC_COMMANDS:
-            from attnkit.allocator import use_jemalloc
+        from attnkit.allocator import use_jemalloc_for
 
-            use_jemalloc(["-m", "attnkit", *words])  # before the heavy imports: the process may start again
+        use_jemalloc_for(words)  # says which allocator runs (-v)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error already printed as one line

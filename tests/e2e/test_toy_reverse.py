@@ -42,6 +42,7 @@ def test_learns_reversal_in_500_updates(toy_run, tmp_path, capsys):
     assert argmax == [5, 4, 3, 2, 1, 0]
 
 
+@pytest.mark.slow
 def test_evaluate_prints_bleu_json(toy_run, tmp_path, capsys):
     out = toy_run
     src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
@@ -54,6 +55,7 @@ def test_evaluate_prints_bleu_json(toy_run, tmp_path, capsys):
     assert "nrefs:1" in report["bleu_signature"]
 
 
+@pytest.mark.slow
 def test_average_last_checkpoints(toy_run, tmp_path, capsys):
     out = toy_run
     dirs = checkpoint_dirs(out)
@@ -79,6 +81,7 @@ def test_errors_are_one_line(tmp_path, capsys):
     assert "d_model (96) must be divisible by n_heads (5)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bf16_decoding_matches_fp32(toy_run, tmp_path, capsys):
     out = toy_run
     src = tmp_path / "src.txt"

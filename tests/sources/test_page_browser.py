@@ -18,6 +18,8 @@ from attnkit.sources import AttentionOptions, open_source
 from attnkit.sources.page import page_record
 from attnkit.viz.report import write_report
 
+pytestmark = pytest.mark.slow  # docs/conventions.md, Tests
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 if not Path(CHROMIUM).is_file():
