@@ -11,8 +11,8 @@ import argparse
 
 import pytest
 
-from attnkit.cli import build_parser, main
-from attnkit.config.args import Renamed, positive_int, renamed
+from attnkit.cli import OTHER_SPELLINGS, build_parser, main
+from attnkit.config.args import positive_int
 
 # Every option name, by what it means: one name per meaning, and a name means one thing everywhere.
 # A new option takes the name of its meaning here; only a new meaning gets a new row.
@@ -62,10 +62,9 @@ MEANINGS: dict[str, tuple[str, ...]] = {
 }
 # Positional arguments, by name: what a command works on.
 POSITIONALS = {"run", "runs", "config", "source", "text", "images", "corpus", "format", "gold", "test", "src", "tgt", "command", "data_command"}
-# Spellings that other tools use for the meanings above: never a live option, at most an old spelling (`Renamed`).
-FOREIGN = {"--output", "-o", "--dest", "--out-dir", "--output-dir", "--outdir", "--save", "--html", "--png", "--attention-png",
-           "--in", "--file", "--input-file", "--text", "--sentence", "--jobs", "-j", "--batch-workers", "--num-workers", "--threads",
-           "--processes", "--data-dir", "--corpus"}  # fmt: skip
+# Spellings that other tools use for the meanings above (`cli.OTHER_SPELLINGS`, which "did you mean" answers): never a
+# live option, unless the spelling means something else here (`--data`, a training corpus).
+FOREIGN = set(OTHER_SPELLINGS) - {"--data"}
 
 
 def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -78,7 +77,7 @@ def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 
 def live(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions if not isinstance(a, Renamed | argparse._SubParsersAction)]
+    return [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction)]
 
 
 def option_problems(where: str, parser: argparse.ArgumentParser) -> list[str]:
@@ -95,20 +94,7 @@ def option_problems(where: str, parser: argparse.ArgumentParser) -> list[str]:
             found.append(f"{where} {action.dest}: a positional named as none other is (POSITIONALS; an output path is --out)")
         if not action.help:
             found.append(f"{where} {action.option_strings or action.dest}: no help")
-    for action in parser._actions:
-        if isinstance(action, Renamed) and (action.help is not argparse.SUPPRESS or action.new not in live(parser)):
-            found.append(f"{where} {action.old}: an old spelling must be hidden and stand for one of the command's options")
     return found
-
-
-def required_options(parser: argparse.ArgumentParser) -> list[str]:
-    """The options a command needs: required ones, and the one visible option of a required choice (its old spellings hidden)."""
-    flags = [a.option_strings[0] for a in live(parser) if a.required and a.option_strings]
-    for group in parser._mutually_exclusive_groups:
-        shown = [a for a in group._group_actions if a.help is not argparse.SUPPRESS]
-        if group.required and len(shown) == 1 and shown[0].option_strings:
-            flags.append(shown[0].option_strings[0])
-    return flags
 
 
 def command_problems(where: str, parser: argparse.ArgumentParser, leaf: bool) -> list[str]:
@@ -120,11 +106,7 @@ def command_problems(where: str, parser: argparse.ArgumentParser, leaf: bool) ->
         found.append(f"{where}: --input without a positional TEXT (texts come as arguments, --input FILE or stdin)")
     if "--workers" in flags and flags["--workers"].type is not positive_int:
         found.append(f"{where} --workers: a positive count (positive_int)")
-    usage = parser.format_usage()
-    for flag in required_options(parser):
-        if f"[{flag}" in usage:
-            found.append(f"{where} {flag}: required, but bracketed in the usage as if optional")
-    if leaf and not parser.get_default("moved_to") and not (parser.epilog or "").startswith(f"example:\n  {where}"):
+    if leaf and not (parser.epilog or "").startswith(f"example:\n  {where}"):
         found.append(f"{where}: no example of itself in its epilog (`attnkit.config.args.example`)")
     return found
 
@@ -159,55 +141,42 @@ def test_a_command_that_breaks_it_is_named_for_each_break():
     bad.add_argument("--threads", type=int, help="at once")
     bad.add_argument("--fancy", help="new")
     bad.add_argument("--workers", type=int, help="at once")
-    attention = bad.add_mutually_exclusive_group(required=True)  # argparse brackets it: its old spelling is a positional
-    attention.add_argument("--attention", help="a second file")
-    renamed(attention, "attention", "--attention")
     found = "\n".join(problems(root))
     for expected in ("bogus out: a positional", "bogus --output: spelt as another tool", "bogus: --input without a positional TEXT",
-                     "bogus --threads: spelt", "bogus --fancy: not in MEANINGS", "bogus --workers: a positive count", "bogus: no example",
-                     "bogus --attention: required, but bracketed"):  # fmt: skip
+                     "bogus --threads: spelt", "bogus --fancy: not in MEANINGS", "bogus --workers: a positive count", "bogus: no example"):  # fmt: skip
         assert expected in found
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "dest", "value"),
+    ("argv", "unknown", "meant"),
     [
-        (["translate", "RUN", "--output", "x.txt"], ["translate", "RUN", "--out", "x.txt"], "out", "x.txt"),
-        (["serve", "--batch-workers", "2"], ["serve", "--workers", "2"], "workers", 2),
-        (["sweep", "c.yaml", "--out", "s", "--jobs", "3"], ["sweep", "c.yaml", "--out", "s", "--workers", "3"], "workers", 3),
-        (["data", "fetch", "multi30k", "--dest", "d"], ["data", "fetch", "multi30k", "--out", "d"], "out", "d"),
-        (["explain", "RUN", "t", "--html", "a.html", "--png", "a.png"], ["explain", "RUN", "t", "--out", "a.html", "--out", "a.png"], "out", ["a.html", "a.png"]),
-        (["caption", "RUN", "i.png", "--attention-png", "s.png"], ["caption", "RUN", "i.png", "--out", "s.png"], "out", "s.png"),
-        (["data", "caption-shapes", "shapes"], ["data", "caption-shapes", "--out", "shapes"], "out", "shapes"),
-        (["data", "caption-shapes", "--out", "s", "--train", "5"], ["data", "caption-shapes", "--out", "s", "--train-size", "5"], "train_size", 5),
-        (["report", "RUN", "t", "--out", "r.html", "--output", "1"], ["report", "RUN", "t", "--out", "r.html", "--attribute-target", "1"],
-         "attribute_target", 1),
-        (["attention", "RUN", "t", "--out", "a.npz", "--output", "2"], ["attention", "RUN", "t", "--out", "a.npz", "--attribute-target", "2"],
-         "attribute_target", 2),
-        (["evaluate", "RUN", "--data", "t.tsv"], ["evaluate", "RUN", "--labelled", "t.tsv"], "labelled", "t.tsv"),
+        (["translate", "RUN", "--output", "x.txt"], "--output", "--out"),
+        (["serve", "--batch-workers", "2"], "--batch-workers", "--workers"),
+        (["sweep", "c.yaml", "--out", "s", "--jobs", "3"], "--jobs", "--workers"),
+        (["data", "fetch", "multi30k", "--dest", "d"], "--dest", "--out"),
+        (["explain", "RUN", "t", "--html", "a.html"], "--html", "--out"),
+        (["caption", "RUN", "i.png", "--attention-png", "s.png"], "--attention-png", "--out"),
+        (["report", "RUN", "t", "--out", "r.html", "--output", "1"], "--output", "--out or --attribute-target"),
+        (["attention", "RUN", "t", "--out", "a.npz", "--output", "2"], "--output", "--out or --attribute-target"),
+        (["evaluate", "RUN", "--data", "t.tsv"], "--data", "--labelled"),
+        (["faithfulness", "RUN", "--data", "t.tsv", "--out", "f"], "--data", "--input"),
+        (["sweep", "c.yaml", "--out", "s", "--wrokers", "3"], "--wrokers", "--workers"),  # a typo
+        (["translate", "RUN", "--beem", "3"], "--beem", "--beam"),  # a typo
     ],
 )  # fmt: skip
-def test_an_old_spelling_works_with_one_deprecation_line(old, new, dest, value, capsys):
-    parsed = build_parser().parse_args(old)
-    err = capsys.readouterr().err
-    assert getattr(parsed, dest) == value == getattr(build_parser().parse_args(new), dest)
-    assert err.count("\n") == (2 if "--png" in old else 1)  # one line per old spelling
-    first = err.splitlines()[0]
-    assert first.startswith("attnkit: ") and "is deprecated" in first and f"use --{dest.replace('_', '-')}" in first
-    assert capsys.readouterr().err == ""  # the new spelling is quiet
+def test_an_old_spelling_is_an_unknown_option_with_did_you_mean(argv, unknown, meant, capsys):
+    """The spellings of 0.1.0 (CHANGELOG.md) get the one line any unknown option gets, naming the option meant."""
+    assert main(argv) == 2
+    command = " ".join(argv[: 2 if argv[0] == "data" else 1])
+    assert capsys.readouterr().err == f"attnkit: error: unrecognized arguments: {unknown}; did you mean {meant}? (see `attnkit {command} --help`)\n"
 
 
-def test_an_old_spelling_beside_the_new_one_is_refused():
-    assert main(["data", "caption-shapes", "a", "--out", "b"]) == 2
+def test_an_unknown_option_like_none_of_the_commands_gets_no_guess(capsys):
+    assert main(["translate", "RUN", "--frobnicate", "3"]) == 2
+    assert capsys.readouterr().err == "attnkit: error: unrecognized arguments: --frobnicate (see `attnkit translate --help`)\n"
 
 
-def test_a_moved_command_works_with_one_deprecation_line(tmp_path, capsys):
-    """`attnkit caption-shapes` moved to `attnkit data caption-shapes`: the old verb is hidden from the
-    command list, takes the same arguments and says where the command went, in one line."""
-    assert "caption-shapes" not in build_parser().description
-    assert main(["caption-shapes", "--out", str(tmp_path / "old"), "--train-size", "1", "--valid-size", "1", "--size", "16"]) == 0
-    err = capsys.readouterr().err
-    assert err == "attnkit: caption-shapes is deprecated and will be removed; use attnkit data caption-shapes\n"
-    assert main(["data", "caption-shapes", "--out", str(tmp_path / "new"), "--train-size", "1", "--valid-size", "1", "--size", "16"]) == 0
-    assert capsys.readouterr().err == ""
-    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == sorted(p.name for p in (tmp_path / "new").iterdir())
+def test_a_command_under_another_is_named_by_its_path(capsys):
+    """`attnkit caption-shapes` (0.1.0) is `attnkit data caption-shapes`: the mistake names the command's place."""
+    assert main(["caption-shapes", "--out", "shapes"]) == 2
+    assert "invalid choice: 'caption-shapes'; did you mean data caption-shapes?" in capsys.readouterr().err

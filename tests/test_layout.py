@@ -230,21 +230,13 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
 
 
-def _listed(parser: argparse.ArgumentParser) -> set[str]:
-    """The subcommands `--help` lists (a moved command, `config.args.moved`, is hidden)."""
-    return {a.dest for a in next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))._choices_actions}
-
-
 def test_data_tools_are_under_data_only():
-    """A family's data tools are `attnkit data TOOL`; at the top level at most the hidden old verb
-    that says where the tool went (`caption-shapes`, docs/conventions.md)."""
+    """A family's data tools are `attnkit data TOOL`, never a top-level verb."""
     root = build_parser()
     top, data = _subcommands(root), _subcommands(_subcommands(root)["data"])
     assert "caption-shapes" in data and data.keys() >= {"fetch", "check"}
-    listed = sorted(_listed(root) & set(data))
-    assert not listed, f"data tools listed as top-level verbs (put them under `attnkit data`): {listed}"
-    stale = sorted(name for name in set(top) & set(data) if top[name].get_default("moved_to") != f"data {name}")
-    assert not stale, f"top-level verbs named as a data tool that are not its deprecated old spelling: {stale}"
+    both = sorted(set(top) & set(data))
+    assert not both, f"data tools that are also top-level verbs (put them under `attnkit data` only): {both}"
 
 
 def test_core_verbs_name_no_family():

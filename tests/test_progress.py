@@ -34,6 +34,7 @@ def test_off_a_terminal_a_short_step_writes_nothing(capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_training_into_a_pipe_logs_lines_for_steps_and_validation(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "TQDM_MININTERVAL": "0", "OMP_NUM_THREADS": "1"}
     sets = ["--set", "train.max_steps=4", "--set", "train.eval_every=4", "--set", "train.log_every=2", "--set", "data.synthetic.train_size=200",

@@ -14,7 +14,8 @@ against 109.8 sentences/s.
 
 A running process cannot change its malloc, so `attnkit train`, `translate`, `evaluate` and
 `serve` started from the command line re-execute themselves once with the library preloaded
-(`LD_PRELOAD`; same process id, same arguments). `ATTNKIT_ALLOCATOR=system` turns this off; an `LD_PRELOAD` that already names jemalloc
+(`LD_PRELOAD`; same process id, same arguments), before torch is imported (`attnkit.__main__`),
+so the replaced process has loaded little. `ATTNKIT_ALLOCATOR=system` turns this off; an `LD_PRELOAD` that already names jemalloc
 is left alone. Install it with `apt install libjemalloc2` (Debian/Ubuntu) or your system's package.
 """
 
@@ -28,6 +29,7 @@ import sys
 log = logging.getLogger("attnkit")
 MALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
 MARKER = "ATTNKIT_JEMALLOC"  # set in the re-executed process
+JEMALLOC_COMMANDS = {"train", "demo", "sweep", "translate", "evaluate", "serve"}  # the attnkit commands re-executed on jemalloc
 
 
 def jemalloc_env(environ: dict[str, str]) -> dict[str, str] | None:
@@ -62,6 +64,13 @@ def use_jemalloc(command: list[str]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os.execve(sys.executable, [sys.executable, *command], env)
+
+
+def use_jemalloc_for(words: list[str]) -> None:
+    """`attnkit WORDS...`: re-executed on jemalloc when its command is one of `JEMALLOC_COMMANDS`.
+    `attnkit.__main__` calls it before torch is imported, so that the process it replaces has loaded little."""
+    if next((w for w in words if not w.startswith("-")), None) in JEMALLOC_COMMANDS:
+        use_jemalloc(["-m", "attnkit", *words])
 
 
 def limit_primitive_cache(capacity: int = 64) -> None:

@@ -9,7 +9,6 @@ that SIGPIPE ends: nothing on stderr.
 from __future__ import annotations
 
 import argparse
-import copy
 import difflib
 import logging
 import os
@@ -24,7 +23,6 @@ from attnkit.commands import analysis, attention, data, doctor, explore, init, p
 from attnkit.errors import AttnkitError
 
 SIGPIPE_STATUS = 128 + 13  # a closed stdout: the status of a process that SIGPIPE ended (`yes | head`), which `set -o pipefail` sees
-JEMALLOC_COMMANDS = {"train", "demo", "sweep", "translate", "evaluate", "serve"}  # re-executed on jemalloc (allocator.py)
 
 __all__ = ["main"]
 
@@ -45,17 +43,59 @@ EXAMPLES = (
 )
 
 
+# Options as other tools spell them, and the names they may mean here (docs/conventions.md, "Command line"): an unknown
+# option is answered with those of them the command has, else with the command's options it is close to (difflib).
+OTHER_SPELLINGS = {
+    **dict.fromkeys(("--output", "-o"), ("--out", "--attribute-target")),
+    **dict.fromkeys(("--dest", "--out-dir", "--output-dir", "--outdir", "--save", "--html", "--png", "--attention-png"), ("--out",)),
+    **dict.fromkeys(("--in", "--file", "--input-file", "--text", "--sentence"), ("--input",)),
+    **dict.fromkeys(("--jobs", "-j", "--batch-workers", "--num-workers", "--threads", "--processes"), ("--workers",)),
+    **dict.fromkeys(("--data-dir", "--corpus"), ("--data",)),
+    "--data": ("--input", "--labelled"),
+}
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with the house error format: one line `attnkit: error: ...`, exit status 2, and "did you
-    mean" for a mistyped choice (a command, a subcommand, a `--dtype`)."""
+    mean" for a mistyped choice (a command, a subcommand, a `--dtype`) or an unknown option."""
 
     def error(self, message: str):
         self.exit(2, f"attnkit: error: {message} (see `{self.prog} --help`)\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        """Refuses what this parser does not know (a command's own parser before its caller's, so the error names the
+        command), with the option most likely meant."""
+        words = list(sys.argv[1:] if args is None else args)
+        words = words[: words.index("--")] if "--" in words else words
+        unknown = [w for w in words if w[:2] == "--" and not any(o.startswith(w.split("=", 1)[0]) for o in self._option_string_actions)]
+        if unknown and not _subcommands(self):  # before a missing required option: the unknown one may be meant for it
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{self._meant(unknown)}")
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._meant(extras)}")
+        return namespace, extras
+
+    def _meant(self, extras: list[str]) -> str:
+        """ "; did you mean OPTION?" for the first unknown option in `extras` that is close to one of this parser's."""
+        options = {o.lstrip("-"): o for a in self._actions if a.help is not argparse.SUPPRESS for o in a.option_strings}  # "workers": "--workers"
+        for flag in (word.split("=", 1)[0] for word in extras if word.startswith("-")):
+            close = [o for o in OTHER_SPELLINGS.get(flag, ()) if o in options.values()]
+            close = close or [options[o] for o in difflib.get_close_matches(flag.lstrip("-"), options, n=3)]
+            if close:
+                return f"; did you mean {' or '.join(close)}?"
+        return ""
+
     def _check_value(self, action: argparse.Action, value: object) -> None:
         if action.choices is not None and value not in action.choices:
             names = [str(choice) for choice in action.choices]
-            close = difflib.get_close_matches(str(value), names, n=3)
+            deeper = (
+                [f"{name} {value}" for name in names if value in _subcommands(action.choices[name])] if isinstance(action, argparse._SubParsersAction) else []
+            )
+            close = deeper or difflib.get_close_matches(str(value), names, n=3)
             hint = f"did you mean {' or '.join(close)}?" if close else f"choose from {', '.join(names)}"
             raise argparse.ArgumentError(action, f"invalid choice: {value!r}; {hint}")
 
@@ -69,18 +109,6 @@ class HelpFormatter(argparse.HelpFormatter):
         if "\n" in text:
             return "".join(indent + line for line in text.splitlines(keepends=True))
         return super()._fill_text(text, width, indent)
-
-    def _format_actions_usage(self, actions: list[argparse.Action], groups: list) -> str:
-        """A required choice with one visible option (`--out DIR`, its old spelling hidden) shows as a required
-        option, unbracketed: argparse brackets it whenever the hidden spelling is a positional."""
-        alone = {}
-        for group in groups:
-            shown = [a for a in group._group_actions if a.help is not argparse.SUPPRESS]
-            if group.required and len(shown) == 1 and shown[0].option_strings:
-                alone[shown[0]] = copy.copy(shown[0])
-                alone[shown[0]].required = True
-        groups = [g for g in groups if not any(a in alone for a in g._group_actions)]
-        return super()._format_actions_usage([alone.get(a, a) for a in actions], groups)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         help, default = action.help or "", action.default
@@ -170,13 +198,12 @@ def _silence_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:  # a real command line, not a library call: maybe re-executed on jemalloc first
+    if argv is None:  # a real command line, not a library call (attnkit.__main__ re-executed it on jemalloc if it could)
         words = sys.argv[1:]
         _setup_logging(bool({"-v", "--verbose"} & set(words)))
-        if next((w for w in words if not w.startswith("-")), None) in JEMALLOC_COMMANDS:
-            from attnkit.allocator import use_jemalloc
+        from attnkit.allocator import use_jemalloc_for
 
-            use_jemalloc(["-m", "attnkit", *words])  # before the heavy imports: the process may start again
+        use_jemalloc_for(words)  # says which allocator runs (-v)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error already printed as one line

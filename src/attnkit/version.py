@@ -1,3 +1,3 @@
 """The package's version, written into run folders and export bundles (`attnkit.__version__`)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -58,7 +58,7 @@ def test_a_bottleneck_bounds_the_flow_where_rollout_sums_the_paths():
     assert_same_as_networkx([a1, a2], residual=False)
 
 
-@pytest.mark.parametrize(("L", "H", "T", "seed"), [(1, 2, 4, 0), (2, 3, 5, 1), (3, 2, 4, 2), (4, 4, 8, 3), (6, 2, 12, 4)])
+@pytest.mark.parametrize(("L", "H", "T", "seed"), [(1, 2, 4, 0), (2, 3, 5, 1), (3, 2, 4, 2), (4, 4, 8, 3), pytest.param(6, 2, 12, 4, marks=pytest.mark.slow)])
 def test_flow_equals_the_networkx_definition_on_random_attention(L, H, T, seed):
     layers = random_layers(L, H, T, seed)
     assert_same_as_networkx(layers)

@@ -153,14 +153,10 @@ def test_early_stopping_defaults_to_the_familys_metric(tmp_path, tree, expected)
     assert load_config(write(tmp_path, tree)).train.early_stopping == expected
 
 
-def test_renamed_train_key_is_read_with_one_warning(tmp_path, caplog):
-    """`train.eval_bleu` (the old name) still switches decoding during validation, with one notice."""
-    with caplog.at_level("WARNING", logger="attnkit"):
-        run = load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "eval_bleu": False}}))
-    assert run.train.eval_decode is False
-    assert [r.getMessage() for r in caplog.records] == ["train.eval_bleu is deprecated: it is now train.eval_decode"]
-    with pytest.raises(ConfigError, match="eval_bleu and eval_decode both set"):
-        load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "eval_bleu": False, "eval_decode": True}}))
+def test_an_old_key_is_an_unknown_key(tmp_path):
+    """`train.eval_bleu` (eval_decode before 0.2.0) is refused as any unknown key is (CHANGELOG.md lists the old names)."""
+    with pytest.raises(ConfigError, match=r"train\.eval_bleu: unknown key"):
+        load_config(write(tmp_path, {**MINIMAL, "train": {"max_steps": 1, "eval_bleu": False}}))
 
 
 def test_cosine_schedule_needs_total(tmp_path):

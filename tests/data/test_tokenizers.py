@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -106,11 +105,9 @@ def test_cache_is_reused_not_retrained(spm_model: Path, m30k_slice: dict[str, Pa
         raise AssertionError("retrained although cached")
 
     monkeypatch.setattr(tokenizers.spm.SentencePieceTrainer, "train", no_training)
-    start = time.perf_counter()
     again = train_sentencepiece(files, model_type=kind, vocab_size=VOCAB_SIZE, cache_dir=spm_model.parent, seed=1)
     assert again == spm_model
     assert spm_model.stat().st_mtime_ns == mtime
-    assert time.perf_counter() - start < 0.5
     assert sorted(p.name for p in spm_model.parent.iterdir()) == [spm_model.name]  # no temp files
 
 

@@ -32,6 +32,7 @@ def test_the_readmes_links_point_at_files_that_exist():
     assert not missing, f"README.md links to {missing}, which are not in the repository"
 
 
+@pytest.mark.slow
 def test_the_site_builds_strict(tmp_path):
     for module in ("mkdocs", "material", "mkdocstrings_handlers.python"):
         pytest.importorskip(module, reason=NO_DOCS_EXTRA)

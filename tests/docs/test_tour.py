@@ -398,6 +398,7 @@ def test_every_command_has_one_check_and_every_check_a_command():
     assert all(any(key in line for line in LINES) for key in CHECKS), [k for k in CHECKS if not any(k in line for line in LINES)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line", LINES)
 def test_command_output_is_what_the_page_says(line, results):
     if line not in results:

@@ -28,13 +28,11 @@ GOOD_SRC = "a b c\nd e f\ng h\n"
 GOOD_TGT = "c b a\nf e d\nh g\n"
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory) -> Path:
-    """A toy-reverse run trained for 4 updates (two checkpoints): enough for every decoding command."""
-    out = tmp_path_factory.mktemp("bad") / "run"
-    sets = ["train.max_steps=4", "train.eval_every=2", "train.eval_decode=false", "train.log_every=1"]
-    assert main(["train", "toy-reverse", "--out", str(out), *[a for s in sets for a in ("--set", s)]]) == 0
-    return out
+@pytest.fixture
+def tiny_run(tiny_trained_run) -> Path:
+    """A toy-reverse run that `attnkit train` wrote (two checkpoints; conftest's, trained once a session):
+    enough for every decoding command. A test that writes into it copies it first (`_copy_run`)."""
+    return tiny_trained_run
 
 
 def files_config(tmp: Path, src: str | bytes = GOOD_SRC, tgt: str | bytes = GOOD_TGT, extra: str = "") -> Path:

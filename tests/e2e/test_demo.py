@@ -10,6 +10,8 @@ import pytest
 
 from attnkit.cli import main
 
+pytestmark = pytest.mark.slow  # docs/conventions.md, Tests
+
 MULTI30K = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "multi30k"
 SLICES = {"train": 3000, "val": 40, "test_2016_flickr": 12}
 

@@ -76,6 +76,7 @@ def _config(tmp_path: Path) -> Path:
     return config
 
 
+@pytest.mark.slow
 def test_sigkill_five_times_and_resume_equals_uninterrupted(tmp_path: Path) -> None:
     config = _config(tmp_path)
     reference = train(load_config(config), tmp_path / "reference")

@@ -32,6 +32,7 @@ def blocking(tmp_path: Path, *packages: str) -> dict:
     return {**os.environ, "PYTHONPATH": path, "BLOCK_PACKAGES": ",".join(packages)}
 
 
+@pytest.mark.slow
 def test_caption_training_without_the_scorers_stops_before_any_work(tmp_path):
     """The issue's report: `attnkit train caption-shapes` without pycocoevalcap trained until its
     first validation and then died with a traceback; now one line before the run folder exists."""
@@ -76,6 +77,7 @@ def test_evalb_into_a_closed_pipe_is_quiet(evalb_files):
     assert result.returncode in (0, SIGPIPE_STATUS)  # 0 when attnkit wrote everything before head closed the pipe
 
 
+@pytest.mark.slow
 def test_translate_into_a_closed_pipe_is_quiet(tiny_transformer_run, tmp_path):
     src = tmp_path / "src.txt"
     src.write_text("t1 t2 t3\n" * 200, encoding="utf-8")

@@ -37,6 +37,7 @@ train:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["bahdanau", "luong"])
 def test_rnn_learns_reversal_and_translates_with_attention(attention, tmp_path, capsys):
     config = tmp_path / "rnn.yaml"

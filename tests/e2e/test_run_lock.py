@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_faults import CONFIG, _assert_last_checkpoint_loads, _lines
 
 STEPS = 60
@@ -34,6 +35,7 @@ def _errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.strip() and "%|" not in line]
 
 
+@pytest.mark.slow
 def test_a_second_train_into_a_running_folder_is_refused(tmp_path: Path) -> None:
     config, out = tmp_path / "toy.yaml", tmp_path / "run"
     config.write_text(CONFIG)
@@ -55,6 +57,7 @@ def test_a_second_train_into_a_running_folder_is_refused(tmp_path: Path) -> None
     _assert_last_checkpoint_loads(out)
 
 
+@pytest.mark.slow
 def test_a_sigkilled_run_resumes_at_once(tmp_path: Path) -> None:
     config, out = tmp_path / "toy.yaml", tmp_path / "run"
     config.write_text(CONFIG)

@@ -142,7 +142,7 @@ def test_a_translation_run_given_to_classify_is_refused(tmp_path, capsys):
     write_run(tmp_path / "mt", run, FAMILIES["translation"].vocabs_to_json(Vocabs(WordTokenizer(), WordTokenizer(), vocab, vocab), tmp_path / "mt"))
     assert main(["classify", str(tmp_path / "mt"), "--input", str(tmp_path / "mt" / "config.yaml")]) == 2
     assert "a transformer model; this command needs a classification run" in capsys.readouterr().err
-    assert main(["evaluate", str(tmp_path / "mt"), "--data", "x.tsv"]) == 2
+    assert main(["evaluate", str(tmp_path / "mt"), "--labelled", "x.tsv"]) == 2
     assert "a translation run: evaluate it with --src FILE --ref FILE" in capsys.readouterr().err
 
 

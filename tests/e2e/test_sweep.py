@@ -70,6 +70,7 @@ def _wait_for(condition, proc: subprocess.Popen, what: str) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_without_redoing_finished_rows(tmp_path: Path, capsys) -> None:
     config, out = tmp_path / "toy.yaml", tmp_path / "sweep"
     config.write_text(CONFIG)

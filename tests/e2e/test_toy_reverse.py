@@ -1,7 +1,6 @@
 """End to end through the CLI: train toy-reverse, translate, evaluate, average, resume."""
 
 import json
-import time
 
 import pytest
 import torch
@@ -14,19 +13,18 @@ from attnkit.cli import main
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("toy") / "run"
-    started = time.perf_counter()
     assert main(["train", "toy-reverse", "--out", str(out)]) == 0
-    return out, time.perf_counter() - started
+    return out
 
 
-def test_learns_reversal_under_a_minute(toy_run, tmp_path, capsys):
-    out, seconds = toy_run
-    # 41-60 s on an idle 2-core Zen 4 machine (issue 3 asks for under a minute), 74 s on an idle
-    # 2-core Intel Xeon (2026-12-01), 96 s there beside another job; the bound leaves room for a
-    # slower or busy CI runner, so that a slow machine does not fail an otherwise correct build.
-    assert seconds < 120
+@pytest.mark.slow
+def test_learns_reversal_in_500_updates(toy_run, tmp_path, capsys):
+    """The preset's 500 updates learn the task; how long they take is benchmarks/busy_machine.py's and
+    train_tps.py's to measure (a test that times itself fails on a busy machine)."""
+    out = toy_run
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     valid = [r for r in records if r["kind"] == "valid"]
+    assert valid[-1]["step"] == 500
     # 500 updates: 100% exact match on the 200 validation sequences with 2 threads, 83% (BLEU 90.7)
     # with 1 (fused Adam, 2026-12-02): the run is deterministic for a thread count, but the last
     # sequences are learnt right at update 500, so summation order decides how many. Untrained: 0%.
@@ -44,8 +42,9 @@ def test_learns_reversal_under_a_minute(toy_run, tmp_path, capsys):
     assert argmax == [5, 4, 3, 2, 1, 0]
 
 
+@pytest.mark.slow
 def test_evaluate_prints_bleu_json(toy_run, tmp_path, capsys):
-    out, _ = toy_run
+    out = toy_run
     src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
     src.write_text("t1 t2 t3 t4\nt7 t7 t8\n")
     ref.write_text("t4 t3 t2 t1\nt8 t7 t7\n")
@@ -56,8 +55,9 @@ def test_evaluate_prints_bleu_json(toy_run, tmp_path, capsys):
     assert "nrefs:1" in report["bleu_signature"]
 
 
+@pytest.mark.slow
 def test_average_last_checkpoints(toy_run, tmp_path, capsys):
-    out, _ = toy_run
+    out = toy_run
     dirs = checkpoint_dirs(out)
     assert len(dirs) >= 2
     assert main(["average", str(out), "--last", "2", "--out", str(tmp_path / "avg")]) == 0
@@ -81,8 +81,9 @@ def test_errors_are_one_line(tmp_path, capsys):
     assert "d_model (96) must be divisible by n_heads (5)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bf16_decoding_matches_fp32(toy_run, tmp_path, capsys):
-    out, _ = toy_run
+    out = toy_run
     src = tmp_path / "src.txt"
     src.write_text("t1 t2 t3 t4\nt7 t7 t8 t0 t5\n")
     capsys.readouterr()

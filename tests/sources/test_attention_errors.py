@@ -60,6 +60,7 @@ def cache_snapshot(home: Path, repo_id: str, folder: Path, refs: bool = True) ->
     return repo
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
 def test_hub_id_while_offline_names_the_id(tmp_path, variable):
     done = _attention(tmp_path, hub_env(tmp_path / "hf-home", **{variable: "1"}), "someone/tiny-bert", "text")
@@ -129,6 +130,7 @@ def test_missing_transformers_says_what_to_install(monkeypatch, tmp_path, hf_fol
         export_attention(str(hf_folder("bert")), TEXT, tmp_path / "a.npz", AttentionOptions())
 
 
+@pytest.mark.slow
 def test_a_cached_hub_id_opens_offline(hf_folder, tmp_path):
     """A hub id in huggingface_hub's cache (a fake one in tmp_path) opens with HF_HUB_OFFLINE=1, as the folder does."""
     cache_snapshot(tmp_path / "hf-home", "someone/tiny-bert", hf_folder("bert"))

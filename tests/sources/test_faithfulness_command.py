@@ -198,8 +198,7 @@ def test_texts_as_arguments_are_a_data_set_in_the_out_folder(tiny_sase_run, tmp_
     assert main(["faithfulness", str(tiny_sase_run), *SENTENCES[:2], "--out", str(out), "--methods", "random"]) == 0
     assert "2 texts" in capsys.readouterr().out
     assert (out / "texts.txt").read_text() == "".join(t + "\n" for t in SENTENCES[:2])
-    assert main(["faithfulness", str(tiny_sase_run), "--data", str(out / "texts.txt"), "--out", str(tmp_path / "b"), "--methods", "random"]) == 0
-    assert "--data is deprecated" in capsys.readouterr().err
+    assert main(["faithfulness", str(tiny_sase_run), "--input", str(out / "texts.txt"), "--out", str(tmp_path / "b"), "--methods", "random"]) == 0
     assert (out / "faithfulness.json").read_text().replace(str(out / "texts.txt"), "") == (tmp_path / "b" / "faithfulness.json").read_text().replace(
         str(out / "texts.txt"), ""
     )

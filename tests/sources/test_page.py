@@ -87,6 +87,7 @@ def test_show_is_the_page_in_an_iframe(hf_folder):
     assert "const AttnDraw" in shown.html and shown.record["maps"]["self"]["rows"][0] == "the"
 
 
+@pytest.mark.slow
 def test_a_notebook_shows_the_page(hf_folder, tmp_path):
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pip install -e .[dev])")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install -e .[dev])")

@@ -6,8 +6,6 @@ input (time to the first view and the page's size, printed and recorded in docs/
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from contextlib import contextmanager
@@ -19,6 +17,8 @@ from hf_tiny import TEXT, VOCAB, tokenizer, transformers
 from attnkit.sources import AttentionOptions, open_source
 from attnkit.sources.page import page_record
 from attnkit.viz.report import write_report
+
+pytestmark = pytest.mark.slow  # docs/conventions.md, Tests
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -197,31 +197,20 @@ def long_model(folder: Path, positions: int = 2048) -> Path:
     return folder
 
 
-def test_a_2048_token_input_opens_and_stays_responsive(page, tmp_path):
+def test_a_2048_token_input_opens_and_every_view_draws(page, tmp_path):
+    """A 2,048-token input builds, opens and switches views with no script error (its speed is
+    benchmarks/explorer_vs_bertviz.py's to measure, not a test's)."""
     words = ["the", "dog", "sat", "on", "a", "mat", ".", "and", "ran"]
     text = " ".join(words[i % len(words)] for i in range(2046))  # + [CLS] and [SEP]: 2,048 tokens
-    started = time.perf_counter()
     record = page_record(open_source(str(long_model(tmp_path / "long"))), text)
-    built = time.perf_counter() - started
     assert len(record["maps"]["encoder"]["rows"]) == 2048
     path = write_report([record], tmp_path / "long.html", title="2,048 tokens")
     page.goto(path.as_uri())
     page.wait_for_selector(".attn-heatmap canvas.attn-canvas")
-    first = page.evaluate("performance.now()")  # ms from navigation start to the heatmap drawn (the script draws synchronously)
     assert inked(page, ".attn-heatmap canvas.attn-canvas") > 2048 * 100
-
-    def switch(view: str) -> float:
-        return page.evaluate("v => { const t = performance.now(), s = document.querySelector('.attn-view-pick'); s.value = v;"
-                             " s.dispatchEvent(new Event('change')); return performance.now() - t; }", view)  # fmt: skip
-
-    head, model, heatmap = switch("head"), switch("model"), switch("heatmap")
-    hover = page.evaluate("""() => { const o = document.querySelector('.attn-overlay'), r = o.getBoundingClientRect(), t = performance.now();
-        o.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 300, clientY: r.top + 300})); return performance.now() - t; }""")
-    figures = {"tokens": 2048, "page_mb": round(path.stat().st_size / 1e6, 1), "build_s": round(built, 1), "first_view_ms": round(first),
-               "head_view_ms": round(head), "model_view_ms": round(model), "heatmap_ms": round(heatmap), "hover_ms": round(hover, 1)}  # fmt: skip
-    print(json.dumps(figures))
-    if os.environ.get("ATTNKIT_ARTIFACTS"):
-        Path(os.environ["ATTNKIT_ARTIFACTS"]).mkdir(parents=True, exist_ok=True)
-        (Path(os.environ["ATTNKIT_ARTIFACTS"]) / "explorer-2048.json").write_text(json.dumps(figures) + "\n")
-    assert first < 60_000 and max(head, model, heatmap) < 30_000 and hover < 1_000  # generous: a loaded 2-core machine
+    for view in ("head", "model", "heatmap"):
+        page.evaluate("v => { const s = document.querySelector('.attn-view-pick'); s.value = v; s.dispatchEvent(new Event('change')); }", view)
+    assert inked(page, ".attn-heatmap canvas.attn-canvas") > 2048 * 100
+    page.evaluate("""() => { const o = document.querySelector('.attn-overlay'), r = o.getBoundingClientRect();
+        o.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 300, clientY: r.top + 300})); }""")
     assert page.errors == []

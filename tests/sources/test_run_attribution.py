@@ -34,6 +34,7 @@ def _shown(loaded, text: str):
     return {v.kind: v for v in loaded.family.views(loaded, [text], ExploreOptions(loaded.run.decode.with_overrides(nbest=1)))[0]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["tiny_transformer_run", "tiny_rnn_run"])
 @pytest.mark.parametrize("text", [TEXT, "t5 t5"])  # the Transformer's hypothesis of TEXT ends in </s>, the others are cut
 def test_f_is_the_log_probability_of_the_emitted_token_and_ig_is_complete(request, fixture, text):

@@ -82,6 +82,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_ranks_equal_one_process_with_both_batches(tmp_path: Path) -> None:
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(TREE))

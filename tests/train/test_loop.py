@@ -24,6 +24,7 @@ def weights(run_dir, step):
     return load_file(str(run_dir / "checkpoints" / f"step_{step:08d}" / "model.safetensors"))
 
 
+@pytest.mark.slow
 def test_resume_equals_uninterrupted(tmp_path):
     train(tiny(), tmp_path / "full")
     train(tiny(max_steps=3), tmp_path / "split")
@@ -73,6 +74,7 @@ def test_nan_loss_steps_are_skipped_then_stop(tmp_path, monkeypatch):
         train(tiny(max_bad_steps=3), tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path):
     # A real process: SIGTERM once training runs; it must exit 0 with a resume hint, leave a
     # loadable checkpoint and no temporary files, and `--resume` must continue from that step.

@@ -74,6 +74,7 @@ def test_the_explorer_record_the_npz_and_plot_keep_it(loaded, tmp_path):
 CHROMIUM = "/usr/bin/chromium"
 
 
+@pytest.mark.slow
 def test_the_report_page_draws_it(loaded, tmp_path):
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)")

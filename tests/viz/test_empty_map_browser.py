@@ -11,6 +11,8 @@ import pytest
 
 from attnkit.viz.report import write_report
 
+pytestmark = pytest.mark.slow  # docs/conventions.md, Tests
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 if not Path(CHROMIUM).is_file():

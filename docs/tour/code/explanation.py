@@ -59,7 +59,7 @@ def main() -> None:
     emb = source_embeddings(model, b.src)  # (S, D)
     ig, taus, steps, worst, left_out = {}, {name: [] for name in rows}, set(), 0.0, 0
     for t in range(b.tgt_in.size(1)):
-        try:  # log p(y_t | y_<t, x) over the source embeddings: what `attnkit attention RUN TEXT --attribute ig --output t` scores
+        try:  # log p(y_t | y_<t, x) over the source embeddings: what `attnkit attention RUN TEXT --attribute ig --attribute-target t` scores
             a = integrated_gradients(token_score(model, b.src, b.src_keep, b.tgt_in, t, int(b.tgt_out[0, t])), emb)
         except AttnkitError:  # not complete within 1% at 800 steps: left out and counted, as the benchmarks do
             left_out += 1

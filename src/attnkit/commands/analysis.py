@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, add_text, example, positive_int, read_texts, renamed
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, add_text, example, positive_int, read_texts
 from attnkit.errors import AttnkitError
 
 SEPARATORS = ("</s>", "[SEP]")
@@ -141,7 +141,6 @@ def add_faithfulness(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("source", help="an attnkit run folder (classifier or translation), or a Hugging Face sequence classifier (folder or hub id)")
     add_text(p, "texts to measure (--input: also a TSV/CSV/JSONL table with a text column; a label column is not needed)")
-    renamed(p, "--data", "--input")
     p.add_argument("--out", required=True, help="folder for examples.jsonl (the progress), faithfulness.json, faithfulness.md and deletion.png")
     p.add_argument("--limit", type=positive_int, help="the first N texts only")
     p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS), help="the rankings (default: all)")

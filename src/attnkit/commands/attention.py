@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from attnkit.config.args import example, non_negative_int, positive_int, read_document, renamed
+from attnkit.config.args import example, non_negative_int, positive_int, read_document
 from attnkit.errors import AttnkitError
 
 
@@ -100,7 +100,6 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--attribute", nargs="+", choices=METHODS, help="attributions of one output: ixg (input x gradient), ig (integrated gradients)")
     p.add_argument("--attribute-target", type=non_negative_int, metavar="N",
                    help="with --attribute: the output attributed: a class, a next-token id, or a target position (default: the model's own)")  # fmt: skip
-    renamed(p, "--output", "--attribute-target")
     p.add_argument(
         "--max-new-tokens",
         type=positive_int,

@@ -17,6 +17,7 @@ def checks() -> list[tuple[str, bool, str, str]]:
     """(what, present, detail, what its absence costs) for each piece."""
     import torch
 
+    from attnkit.openmp import wait_policy
     from attnkit.precision import cpu_flags, cpu_model, int8_dot_products, native_bf16
 
     cpu_bf16, why = native_bf16(torch.device("cpu"))
@@ -28,6 +29,7 @@ def checks() -> list[tuple[str, bool, str, str]]:
     return [
         ("CPU", True, f"{cpu_model()}: {' '.join(isa) or 'no AVX2'}", ""),
         ("torch", True, f"{torch.__version__}, {torch.get_num_threads()} threads", ""),
+        ("OpenMP waiting threads", True, wait_policy(), ""),
         ("bf16 on the CPU", cpu_bf16, why,
          "train.precision auto trains in fp32, slower than bf16 on a CPU with bf16 units (docs/benchmarks.md)"),
         ("int8 dot products (VNNI)", vnni, vnni_why,
@@ -61,7 +63,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "doctor",
         help="what this machine has that makes attnkit fast, and which optional extras are installed",
-        description="Print the CPU and its instruction sets, torch and its threads, bf16 and int8 support, jemalloc, GPUs, chromium and "
+        description="Print the CPU and its instruction sets, torch and its threads, how idle threads wait, bf16 and int8 support, jemalloc, GPUs, chromium and "
         "the optional extras (attnkit[serve], ...), and what each missing piece costs.",
         epilog=example("attnkit doctor"),
     )

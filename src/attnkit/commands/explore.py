@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, example, non_negative_float, non_negative_int, port, positive_int, read_input, renamed
+from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, example, non_negative_float, non_negative_int, port, positive_int, read_input
 from attnkit.errors import AttnkitError
 
 
@@ -252,7 +252,6 @@ def add(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--attribute", nargs="+", choices=METHODS, help="attributions of one output, with Kendall tau (translation runs too)")
             p.add_argument("--attribute-target", type=non_negative_int, metavar="N",
                            help="with --attribute: the output attributed: a class, next-token id or target position (default: 0)")  # fmt: skip
-            renamed(p, "--output", "--attribute-target")
         else:
             _add_view_arguments(p)
             p.add_argument("--metrics", action="store_true",
@@ -284,7 +283,6 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
     p.add_argument("--workers", type=positive_int,
                    help="batches decoded at once per model, one thread each with threads/N intra-op threads (default: the number of threads)")  # fmt: skip
-    renamed(p, "--batch-workers", "--workers")
     add_checkpoint(p)
     add_dtype(p)
     from attnkit.families import FAMILIES

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from attnkit.commands.presets import config_path
-from attnkit.config.args import example, positive_float, positive_int, renamed
+from attnkit.config.args import example, positive_float, positive_int
 
 
 def _sweep_from_args(args: argparse.Namespace):
@@ -60,6 +60,5 @@ def add(sub: argparse._SubParsersAction) -> None:
     budget.add_argument("--minutes", type=positive_float, help="minutes of training per variant")
     p.add_argument("--only", metavar="NAME,NAME", help="train only these variants (e.g. two rows of a sweep file, into their own --out)")
     p.add_argument("--workers", type=positive_int, default=1, help="variants trained at once, each in its own process (default 1: one after another)")
-    renamed(p, "--jobs", "--workers")
     p.add_argument("--data", help="folder holding the corpus (as attnkit train --data)")
     p.set_defaults(func=cmd_sweep)

@@ -97,44 +97,6 @@ def read_texts(args: argparse.Namespace) -> tuple[list[str], str]:
     return read_input(args.input), args.input or "<stdin>"
 
 
-class Renamed(argparse.Action):
-    """An old spelling of an option (or a positional): one deprecation line on stderr, then it does
-    what the new option does, into the same destination. Hidden from the help."""
-
-    def __init__(self, option_strings: list[str], dest: str, *, new: argparse.Action, old: str, **kwargs: Any) -> None:
-        nargs = "?" if not option_strings else new.nargs
-        super().__init__(option_strings, new.dest, nargs=nargs, type=new.type, choices=new.choices, default=argparse.SUPPRESS,
-                         help=argparse.SUPPRESS, metavar=new.metavar)  # fmt: skip
-        self.new, self.old = new, old
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
-        name = self.new.option_strings[0] if self.new.option_strings else self.new.dest.upper()
-        old = self.old if self.option_strings else f"{self.old.upper()} as a positional argument"
-        print(f"attnkit: {old} is deprecated and will be removed; use {name}", file=sys.stderr)
-        self.new(parser, namespace, values, name)
-
-
-def renamed(container: argparse._ActionsContainer, old: str, new: str) -> None:
-    """Keep `old` (an option such as `--output`, or a positional's name such as `out`) working as the
-    option `new` of `container` (a parser, or the group holding `new`)."""
-    container.add_argument(old, action=Renamed, new=container._option_string_actions[new], old=old)
-
-
-def moved(sub: argparse._SubParsersAction, old: str, new: str, add_arguments: Callable[[argparse.ArgumentParser], None],
-          func: Callable[[argparse.Namespace], int]) -> None:  # fmt: skip
-    """Keep the command `attnkit OLD` working a while after it moved to `attnkit NEW` (`caption-shapes` to
-    `data caption-shapes`): the same arguments (`add_arguments`), one deprecation line on stderr, then
-    `func`. Hidden from the command list; its parser's `moved_to` default says where it went."""
-    parser = sub.add_parser(old, description=f"Deprecated: use `attnkit {new}`.")
-    add_arguments(parser)
-
-    def run(args: argparse.Namespace) -> int:
-        print(f"attnkit: {old} is deprecated and will be removed; use attnkit {new}", file=sys.stderr)
-        return func(args)
-
-    parser.set_defaults(func=run, moved_to=new)
-
-
 def example(*lines: str) -> str:
     """A parser's epilog: its example command lines."""
     return "example:\n" + "".join(f"  {line}\n" for line in lines)

@@ -9,7 +9,6 @@ ignored setting. Field defaults are the papers' defaults.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -19,9 +18,6 @@ from attnkit.config.load import validation_error
 from attnkit.extras import Need
 
 DEFAULT_MODEL_KIND = "transformer"  # a config without model.kind: the paper's model
-RENAMED_TRAIN_KEYS = {"eval_bleu": "eval_decode"}  # old name -> new name: still read, with a deprecation notice
-
-log = logging.getLogger("attnkit")
 
 
 @dataclass(frozen=True)
@@ -87,20 +83,6 @@ class Train(Strict):
     keep_last: PositiveInt = 5
     log_every: PositiveInt = 100
     max_bad_steps: PositiveInt = 5
-
-    @model_validator(mode="before")
-    @classmethod
-    def _renamed(cls, data: Any) -> Any:
-        """Read the old names of renamed keys, with a one-line deprecation notice."""
-        if not isinstance(data, dict):
-            return data
-        for old, new in RENAMED_TRAIN_KEYS.items():
-            if old in data:
-                if new in data:
-                    raise ValueError(f"{old} and {new} both set: {old} is the old name of {new}; keep {new}")
-                log.warning("train.%s is deprecated: it is now train.%s", old, new)
-                data = {**{k: v for k, v in data.items() if k != old}, new: data[old]}
-        return data
 
     @model_validator(mode="after")
     def _stop(self) -> Train:

@@ -17,6 +17,8 @@ from fastapi.testclient import TestClient
 from attnkit.families import load_run
 from attnkit.serve.app import Batching, Limits, create_app
 
+pytestmark = pytest.mark.slow  # docs/conventions.md, Tests
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
 

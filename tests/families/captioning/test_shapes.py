@@ -23,6 +23,7 @@ from attnkit.families.captioning.infer import caption_images
 from attnkit.families.captioning.shapes import place_cells, random_scene
 
 
+@pytest.mark.slow
 def test_held_out_bleu4_and_attention_on_the_named_object(shapes_run):
     root, scenes = shapes_run
     metrics = [json.loads(line) for line in (root / "run" / "metrics.jsonl").read_text().splitlines()]
@@ -45,6 +46,7 @@ def test_held_out_bleu4_and_attention_on_the_named_object(shapes_run):
     assert sum(m > 0.5 for m in masses) / len(masses) > 0.8
 
 
+@pytest.mark.slow
 def test_caption_evaluate_report_and_png(shapes_run, tmp_path, capsys):
     root, scenes = shapes_run
     image = str(root / "data" / "images_valid" / "valid00000.png")
@@ -66,6 +68,7 @@ def _picture(uri: str) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("L"), dtype=np.float32)
 
 
+@pytest.mark.slow
 def test_report_shows_each_word_over_the_image(shapes_run, tmp_path):
     root, scenes = shapes_run
     image = str(root / "data" / "images_valid" / "valid00000.png")
@@ -92,6 +95,7 @@ def _truncated_jpeg() -> bytes:
     return out.getvalue()[: len(out.getvalue()) // 2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, message", [("text", "not an image"), ("truncated", "broken image data"), ("bomb", "decompression bomb")])
 def test_bad_image_is_one_line_and_writes_nothing(shapes_run, tmp_path, capsys, monkeypatch, kind, message):
     root, _ = shapes_run
@@ -113,6 +117,7 @@ def test_scenes_are_seeded():
     assert a[0] == a[1] and " at the " in a[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, message", [("empty", "empty caption file"), ("missing", "is not in"), ("uncaptioned", "has no caption")])
 def test_bad_caption_data_stops_training_with_one_line(shapes_run, tmp_path, capsys, case, message):
     root, _ = shapes_run

@@ -56,6 +56,7 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("pointer", "tagger"), [(False, False), (True, False), (True, True)])
 def test_a_tiny_parser_learns_a_synthetic_grammar(one_thread, pointer, tagger):
     rng = random.Random(0)

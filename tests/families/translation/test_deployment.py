@@ -89,6 +89,7 @@ def test_ctranslate2_int8_export_loads_and_translates(trained, tmp_path):
     assert same >= 0.8 * len(out)
 
 
+@pytest.mark.slow
 def test_onnx_decodes_as_attnkit(trained, tmp_path):
     pytest.importorskip("onnxscript", reason="the optional onnx and onnxscript packages (pip install 'attnkit[export]')")
     pytest.importorskip("onnxruntime", reason="the optional onnxruntime package (pip install 'attnkit[export]')")

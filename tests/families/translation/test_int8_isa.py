@@ -81,6 +81,7 @@ def test_export_int8_warns_where_it_loses_accuracy(cpu, monkeypatch, tiny_transf
     assert "unset CT2_USE_MKL to let attnkit use MKL" in caplog.text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("ONEDNN_MAX_CPU_ISA") == "AVX2", reason="already on the imitated AVX2 path")
 def test_deployment_on_an_avx2_only_cpu():
     """The int8 and export tests pass where CTranslate2, oneDNN and PyTorch are capped at AVX2, as on a CPU

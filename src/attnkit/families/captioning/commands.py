@@ -1,6 +1,5 @@
 """The captioning family's CLI: `attnkit caption`, its options of `attnkit evaluate`, and its
-`attnkit data` tool, `data caption-shapes` (once the top-level `attnkit caption-shapes`, still
-accepted with a deprecation line)."""
+`attnkit data` tool, `data caption-shapes`."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from pathlib import Path
 
 from attnkit import extras
 from attnkit.artifacts.runs import LoadedRun, load_run
-from attnkit.config.args import add_checkpoint, example, moved, positive_int, renamed
+from attnkit.config.args import add_checkpoint, example, positive_int
 from attnkit.errors import AttnkitError
 from attnkit.families.captioning.captions import read_captioned_images
 from attnkit.families.captioning.figure import attention_strip
@@ -32,12 +31,10 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p.add_argument("--nbest", type=positive_int, help="print this many captions per image (<= beam)")
     p.add_argument("--alpha", type=float, help="length penalty (default: the run's decode.alpha)")
     p.add_argument("--out", metavar="OUT.png", help="the attention figure (one strip per image: OUT.png, or OUT-N.png for several)")
-    renamed(p, "--attention-png", "--out")
     p.add_argument("--jsonl", action="store_true", help="one JSON object a line: caption, words, attention, n-best")
     add_checkpoint(p)
     p.add_argument("--batch-size", type=positive_int, default=16, help="images per batch")
     p.set_defaults(func=cmd_caption, family=family, group="use")
-    moved(sub, "caption-shapes", "data caption-shapes", _shapes_arguments, cmd_shapes)
 
 
 def add_data_commands(data: argparse._SubParsersAction, load_config: Callable[[str], object]) -> None:
@@ -45,19 +42,11 @@ def add_data_commands(data: argparse._SubParsersAction, load_config: Callable[[s
     s = data.add_parser("caption-shapes", help="write a generated captioned image set (coloured shapes and their places)",
                         description="Seeded coloured shapes at places of a 3 x 3 layout, captions naming them (docs/caption.md).",
                         epilog=example("attnkit data caption-shapes --out data/shapes"))  # fmt: skip
-    _shapes_arguments(s)
-
-
-def _shapes_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--train-size", type=positive_int, default=2000, help="training images")
     s.add_argument("--valid-size", type=positive_int, default=200, help="validation images")
-    renamed(s, "--train", "--train-size")
-    renamed(s, "--valid", "--valid-size")
     s.add_argument("--size", type=positive_int, default=48, help="image side in pixels")
     s.add_argument("--seed", type=int, default=0, help="random seed of the shapes, places and colours")
-    out = s.add_mutually_exclusive_group(required=True)
-    out.add_argument("--out", metavar="DIR", help="required: the folder to write images_{train,valid}/ and captions_{train,valid}.txt into")
-    renamed(out, "out", "--out")
+    s.add_argument("--out", required=True, metavar="DIR", help="the folder to write images_{train,valid}/ and captions_{train,valid}.txt into")
     s.set_defaults(func=cmd_shapes)
 
 

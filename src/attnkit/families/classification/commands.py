@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from attnkit.artifacts.runs import LoadedRun, load_run
-from attnkit.config.args import add_checkpoint, add_text, example, positive_int, read_texts, renamed
+from attnkit.config.args import add_checkpoint, add_text, example, positive_int, read_texts
 from attnkit.errors import AttnkitError
 from attnkit.families.classification.explain import write_html, write_png
 from attnkit.families.classification.infer import classify_texts, embed_texts, evaluate_labelled
@@ -34,10 +34,9 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
         p.add_argument("run", help="run folder of a sase model")
         add_text(p, "sentences (premise<TAB>hypothesis for pair models)")
         if name == "explain":
-            out = p.add_mutually_exclusive_group(required=True)
-            out.add_argument("--out", action="append", metavar="FILE", help="OUT.html: a self-contained HTML page; OUT.png: a PNG image (repeat for both)")
-            renamed(out, "--html", "--out")
-            renamed(p, "--png", "--out")
+            p.add_argument(
+                "--out", action="append", required=True, metavar="FILE", help="OUT.html: a self-contained HTML page; OUT.png: a PNG image (repeat for both)"
+            )
         if name == "embed":
             p.add_argument("--out", required=True, metavar="X.npy", help="output .npy file (N rows)")
             p.add_argument("--mean-hops", action="store_true", help="the mean over the r hops (N x 2u) instead of flattened M")
@@ -108,7 +107,6 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> list[str]:
     add_once(
         parser, "--labelled", metavar="FILE", help="sentence classifiers: the labelled test file (SST trees, SNLI TSV, or TSV/CSV/JSONL with the run's columns)"
     )
-    renamed(parser, "--data", "--labelled")
     return ["labelled"]
 
 

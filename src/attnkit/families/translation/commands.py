@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attnkit.artifacts.runs import LoadedRun, load_run
-from attnkit.config.args import add_checkpoint, add_dtype, add_text, example, non_negative_float, positive_int, read_texts, renamed
+from attnkit.config.args import add_checkpoint, add_dtype, add_text, example, non_negative_float, positive_int, read_texts
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import ATTNKIT, add_once, check_engine, engine_names, load_engine_run
 from attnkit.families.translation.evaluate import evaluate_run
@@ -40,7 +40,6 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
     p.add_argument("run", help="run folder written by `attnkit train`, `attnkit average` or `attnkit import hf`")
     add_text(p)
     p.add_argument("--out", metavar="FILE", help="the translations' file (default: stdout)")
-    renamed(p, "--output", "--out")
     add_decode_arguments(p)
     p.add_argument("--nbest", type=positive_int, default=1, help="print N hypotheses per line as `index<TAB>score<TAB>text`")
     p.add_argument("--attention", metavar="FILE.jsonl", help="also write source/target pieces and cross-attention per sentence")

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from attnkit.config.args import example, positive_float, positive_int, renamed
+from attnkit.config.args import example, positive_float, positive_int
 from attnkit.errors import AttnkitError, DataError
 from attnkit.families.translation.config import CheckPolicy
 from attnkit.families.translation.data.check import check_parallel
@@ -73,6 +73,5 @@ def add_data_commands(data: argparse._SubParsersAction, load_config: Callable[[s
     p.add_argument("corpus", choices=["multi30k", "wmt14"], help="the corpus to fetch")
     p.add_argument("--pair", choices=["en-de", "en-fr"], help="wmt14: the language pair (default en-de)")
     p.add_argument("--out", metavar="DIR", help="folder to write the files to (default data/multi30k or data/wmt14-PAIR, where the configs look)")
-    renamed(p, "--dest", "--out")
     p.add_argument("--from", dest="from_dir", help="copy the files (Multi30k) or archives (WMT14) from this local folder instead of downloading")
     p.set_defaults(func=cmd_data_fetch)
