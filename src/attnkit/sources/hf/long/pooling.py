@@ -47,8 +47,7 @@ class Pooled:
         free = fine.clone()
         if first == 0:
             free[..., 0] = p[..., 1 : self.finest].sum(dim=-1)  # exact, not 1 - p0
-        left = free.sum(dim=-1, keepdim=True)  # (H, b, 1)
-        free = torch.where(left > 0, free / left.clamp_min(torch.finfo(p.dtype).tiny), torch.zeros_like(free))
+        free.div_(free.sum(dim=-1, keepdim=True).clamp_min_(torch.finfo(p.dtype).tiny))  # a row with nothing left stays zeros
         tiles = torch.arange(q0, q0 + p.size(1)) // self.finest  # (b,): each row's query tile
         self.sums[..., first : first + fine.size(-1)].index_add_(2, tiles, torch.stack([fine, free]).cpu())
 
