@@ -6,7 +6,8 @@ The tiny random Llama of `long_context.py` reads --tokens random ids once, keepi
 post-rotary queries and keys (`capture`); then, --repeats times each, PyTorch's SDPA
 (`scaled_dot_product_attention`, causal, grouped-query) on that layer's queries, keys and values,
 and `scan.scan_layer` on it (summaries, pooled maps, one rollout row). It prints the minimum
-seconds of each and their ratio, as one JSON line (the minimum: the machine may be shared). With
+wall-clock and CPU seconds of each and their ratios, as one JSON line (the minimum: the machine may
+be shared; with --threads 1 the CPU seconds hardly depend on the other processes). With
 --profile, the scan's cProfile (top functions by own time) follows.
 """
 
@@ -27,13 +28,15 @@ from attnkit.sources.hf.long.scan import scan_layer
 from long_context import _model
 
 
-def _best(repeats: int, work) -> float:
-    times = []
+def _best(repeats: int, work) -> tuple[float, float]:
+    """The least wall-clock and the least CPU seconds (this process's threads together) of `repeats` runs of `work`."""
+    wall, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         work()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        wall.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    return min(wall), min(cpu)
 
 
 def main() -> None:
@@ -62,9 +65,10 @@ def main() -> None:
     def scan():
         scan_layer(layer, LongOptions().window, POOLS, RolloutStep(start([n - 1], n)))
 
-    sdpa_s, scan_s = _best(args.repeats, sdpa), _best(args.repeats, scan)
+    (sdpa_s, sdpa_cpu), (scan_s, scan_cpu) = _best(args.repeats, sdpa), _best(args.repeats, scan)
     print(json.dumps({"tokens": n, "threads": torch.get_num_threads(), "sdpa_s": round(sdpa_s, 3), "scan_s": round(scan_s, 3),
-                      "ratio": round(scan_s / sdpa_s, 1)}))  # fmt: skip
+                      "ratio": round(scan_s / sdpa_s, 1), "sdpa_cpu_s": round(sdpa_cpu, 3), "scan_cpu_s": round(scan_cpu, 3),
+                      "cpu_ratio": round(scan_cpu / sdpa_cpu, 1)}))  # fmt: skip
     if args.profile:
         profile = cProfile.Profile()
         profile.runcall(scan)
