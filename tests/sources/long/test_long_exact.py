@@ -13,7 +13,7 @@ from tiny_decoders import ARCHS, eager_attentions, ids, model, transformers
 from attnkit.analysis.rollout import rollout
 from attnkit.errors import AttnkitError
 from attnkit.sources.hf.load import HfModel
-from attnkit.sources.hf.long.blocks import probabilities
+from attnkit.sources.hf.long.blocks import probabilities, row_blocks
 from attnkit.sources.hf.long.capture import IMPLEMENTATION, capturing, register
 from attnkit.sources.hf.long.export import forward, write_generation
 from attnkit.sources.hf.long.rollout import RolloutStep, start
@@ -113,3 +113,22 @@ def test_eager_only_models_are_refused():
     bloom = HfModel("bloom", transformers.BloomForCausalLM._from_config(config, attn_implementation=IMPLEMENTATION).eval(), None, None, "decoder", None)
     with pytest.raises(AttnkitError, match="eager only"):
         forward(bloom, ids(20), None, None)
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "gemma2"])
+def test_small_blocks_equal_one_block(name):
+    """Blocks of a few rows each (a budget of 12 rows' logits: the rows per block grow as the rows see fewer keys, and
+    with a window) give the same scan and rollout step as one block of every row."""
+    kept, _ = _kept(name, ids(N))
+    layer = kept[1]
+    budget = 12 * 4 * layer.heads * N
+    sizes = [q1 - q0 for q0, q1 in row_blocks(layer, budget)]
+    assert sum(sizes) == N and len(sizes) > 3 and max(sizes) > 12
+    steps = [RolloutStep(start(ROWS, N)) for _ in range(2)]
+    small, whole = (scan_layer(layer, WINDOW, POOLS, st, budget=b) for st, b in zip(steps, (budget, 4 * layer.heads * N * N), strict=True))
+    for key, values in whole.summaries.items():
+        torch.testing.assert_close(small.summaries[key], values, atol=ATOL * (N if key == "distance" else 1), rtol=0)
+    for s in POOLS:
+        torch.testing.assert_close(small.pooled[s], whole.pooled[s], atol=ATOL, rtol=0)
+        torch.testing.assert_close(small.pooled_without_sink[s], whole.pooled_without_sink[s], atol=ATOL, rtol=0)
+    torch.testing.assert_close(steps[0].out, steps[1].out, atol=ATOL, rtol=0)

@@ -13,6 +13,8 @@ queries of chosen rows kept).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -68,21 +70,23 @@ def _mask(scores: Tensor, qpos: Tensor, lo: int, window: int | None) -> None:
             scores[..., :stop].masked_fill_(qpos[:, None] - edge[None, :] >= window, LOWEST)
 
 
-def logits(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None) -> tuple[Tensor, int]:
-    """The masked logits of queries q0..q1 over keys lo..hi: ((h, b, hi - lo) float32, lo)."""
+def logits(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None, out: Tensor | None = None) -> tuple[Tensor, int]:
+    """The masked logits of queries q0..q1 over keys lo..hi: ((h, b, hi - lo) float32, lo), written into the front of
+    the flat float32 buffer `out` where one is given (every head only)."""
     lo, hi = layer.key_range(q0, q1)
     groups = layer.heads // layer.key.size(0)
     if heads is None:  # every head: each key/value head's group of query heads in one product, keys not repeated
         q = layer.query[:, q0:q1].float() * layer.scaling  # (H, b, D)
         k = layer.key[:, lo:hi].float()  # (Hkv, n, D)
         b = q.size(1)
-        scores = torch.matmul(q.reshape(k.size(0), groups * b, -1), k.transpose(1, 2)).view(layer.heads, b, -1)  # (H, b, n)
+        into = None if out is None else out[: layer.heads * b * (hi - lo)].view(k.size(0), groups * b, hi - lo)
+        scores = torch.matmul(q.reshape(k.size(0), groups * b, -1), k.transpose(1, 2), out=into).view(layer.heads, b, -1)  # (H, b, n)
     else:
         q = layer.query[heads, q0:q1].float() * layer.scaling  # (h, b, D)
         k = layer.key[heads // groups, lo:hi].float()  # (h, n, D)
         scores = torch.matmul(q, k.transpose(1, 2))  # (h, b, n)
-    if layer.softcap is not None:
-        scores = torch.tanh(scores / layer.softcap) * layer.softcap
+    if layer.softcap is not None:  # in place, in eager attention's order
+        scores.div_(layer.softcap).tanh_().mul_(layer.softcap)
     _mask(scores, layer.position(q0, q1), lo, layer.window)
     return scores, lo  # (h, b, n)
 
@@ -93,23 +97,43 @@ def probabilities(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = Non
     return torch.softmax(scores, dim=-1), lo  # (h, b, n)
 
 
-def block_rows(heads: int, length: int, budget: int) -> int:
-    """Query rows per block so that one (heads, rows, length) float32 array takes at most `budget` bytes."""
-    return max(1, min(length, budget // (4 * heads * length)))
+BLOCK_BYTES = 8 * 2**20  # the memory target of one block's (H, b, n) float32 logits (of 4, 8, 16, 32 MiB the fastest scan, long_scan.py)
 
 
-BLOCK_BYTES = 32 * 2**20  # one block's (H, b, N) float32 probabilities; a block pass holds a few such arrays
+def _seen(layer: KeptLayer, q0: int, q1: int) -> int:
+    lo, hi = layer.key_range(q0, q1)
+    return hi - lo
+
+
+def row_blocks(layer: KeptLayer, budget: int = BLOCK_BYTES) -> Iterator[tuple[int, int]]:
+    """The query blocks (q0, q1) of `layer`, each as many rows as keep its (H, b, n) float32 logits within `budget`
+    bytes, n the keys the block sees (fewer for early rows, and with a window), and at least one row."""
+    nq, cells = layer.query.size(1), budget // (4 * layer.heads)
+    q0 = 0
+    while q0 < nq:
+        seen = _seen(layer, q0, q0 + 1)  # keys of the block's first row; row i of the block sees at most seen + i
+        b = max(1, min(nq - q0, int((math.sqrt(seen * seen + 4 * cells) - seen) / 2)))
+        while b > 1 and b * _seen(layer, q0, q0 + b) > cells:  # positions with gaps (chosen rows)
+            b //= 2
+        yield q0, q0 + b
+        q0 += b
+
+
+def workspace(layer: KeptLayer, arrays: int, budget: int = BLOCK_BYTES) -> Tensor:
+    """(arrays, c) float32 buffers for the blocks of `row_blocks(layer, budget)`, allocated once per layer."""
+    cells = max(budget // 4, layer.heads * layer.length)  # a single row may take more than the budget
+    return torch.empty(arrays, cells, device=layer.query.device)
 
 
 def blockwise_attention(layer: KeptLayer, value: Tensor) -> Tensor:
     """The attention output of `layer` for values (Hkv, N, D), by query blocks: (H, Nq, D), in the values' dtype."""
-    groups = layer.heads // value.size(0)
-    nq = layer.query.size(1)
-    step = block_rows(layer.heads, layer.length, BLOCK_BYTES)
-    out = torch.empty(layer.heads, nq, value.size(-1), dtype=value.dtype, device=value.device)  # (H, Nq, D)
-    for q0 in range(0, nq, step):
-        q1 = min(nq, q0 + step)
-        p, lo = probabilities(layer, q0, q1)  # (H, b, n)
-        v = value[:, lo : p.size(-1) + lo].repeat_interleave(groups, dim=0).float()  # (H, n, D)
-        out[:, q0:q1] = torch.matmul(p, v).to(value.dtype)  # (H, b, D)
+    hkv, groups = value.size(0), layer.heads // value.size(0)
+    out = torch.empty(layer.heads, layer.query.size(1), value.size(-1), dtype=value.dtype, device=value.device)  # (H, Nq, D)
+    work = workspace(layer, 1)
+    for q0, q1 in row_blocks(layer):
+        scores, lo = logits(layer, q0, q1, out=work[0])  # (H, b, n)
+        p = torch.softmax(scores, dim=-1, out=scores)  # (H, b, n), in place
+        v = value[:, lo : p.size(-1) + lo].float()  # (Hkv, n, D)
+        rows = torch.matmul(p.view(hkv, groups * (q1 - q0), -1), v)  # (Hkv, g b, D): each query head group on its values
+        out[:, q0:q1] = rows.view(layer.heads, q1 - q0, -1).to(value.dtype)  # (H, b, D)
     return out

@@ -3,8 +3,8 @@
 The estimate adds up, in bytes: the model's weights; the forward pass's activations (a few
 hidden-size and one intermediate-size array per token, in the model's dtype, and a sliding-window
 model's (N, N) boolean mask); the kept keys, (Hkv, N, D) per kept layer, and queries, (H, N, D) per
-kept layer (only the chosen rows' queries with `rows only`); the block workspace (a few (H, b, N)
-float32 arrays, `blocks.BLOCK_BYTES` each); and one layer's results (the per-query summaries, the
+kept layer (only the chosen rows' queries with `rows only`); the block workspace (two (H, b, n)
+float32 buffers, `blocks.BLOCK_BYTES` each, and the entropy's product p s); and one layer's results (the per-query summaries, the
 pooled maps with and without the sink, exact rows, rollout rows). The disk estimate is what the npz
 holds. `benchmarks/long_context.py` sets the estimate beside the measured peak.
 
@@ -24,7 +24,7 @@ from attnkit.sources.hf.long.blocks import BLOCK_BYTES
 from attnkit.sources.hf.long.summaries import NAMES
 
 GiB = 2**30
-WORKSPACE_ARRAYS = 3.5  # (H, b, N) float32 arrays alive at once in a block pass: logits, log-rows, rows, bands
+WORKSPACE_ARRAYS = 3  # (H, b, n) float32 arrays of a block pass: logits and rows (`blocks.workspace`), the entropy product
 EAGER_ARRAYS = 4  # (H, N, N) float32 arrays alive at once in an eager layer
 TOKEN_BYTES = 64  # a token's label in the npz (numpy fixed-width unicode)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from attnkit.sources.hf.long.blocks import BLOCK_BYTES, KeptLayer, block_rows, logits, probabilities
+from attnkit.sources.hf.long.blocks import BLOCK_BYTES, KeptLayer, logits, probabilities, row_blocks, workspace
 from attnkit.sources.hf.long.pooling import Pooled
 from attnkit.sources.hf.long.rollout import RolloutStep
 from attnkit.sources.hf.long.summaries import NAMES, block_summaries
@@ -24,20 +24,22 @@ class LayerScan:
     pooled_without_sink: dict[int, Tensor] = field(default_factory=dict)
 
 
+@torch.inference_mode()
 def scan_layer(layer: KeptLayer, window: int, pools: tuple[int, ...], step: RolloutStep | None = None,
-               on_block: Callable[[int], None] | None = None) -> LayerScan:  # fmt: skip
-    """Every query block of `layer` once; `on_block(rows)` after each (progress)."""
+               on_block: Callable[[int], None] | None = None, budget: int = BLOCK_BYTES) -> LayerScan:  # fmt: skip
+    """Every query block of `layer` once (`blocks.row_blocks` of `budget` bytes); `on_block(rows)` after each (progress).
+
+    A block's logits and rows live in two buffers allocated once (`blocks.workspace`): the rows are the
+    logits' softmax, and the summaries, pooled tiles and rollout step each read them once."""
     h, n = layer.heads, layer.query.size(1)
     sums = {name: torch.zeros(h, n) for name in NAMES}  # (H, N) each
     pooled = Pooled(h, layer.length, pools)
-    rows = block_rows(h, layer.length, BLOCK_BYTES)
-    for q0 in range(0, n, rows):
-        q1 = min(n, q0 + rows)
-        scores, lo = logits(layer, q0, q1)  # (H, b, k)
-        log_p = torch.log_softmax(scores, dim=-1)  # (H, b, k)
-        del scores
-        p = log_p.exp()  # (H, b, k)
-        for name, value in block_summaries(p, log_p, lo, int(layer.position(q0, q0 + 1)[0]), window).items():
+    work = workspace(layer, 2, budget)  # (2, c): logits, rows
+    keys = torch.arange(layer.length, dtype=torch.float32, device=layer.query.device)  # (N,) key positions
+    for q0, q1 in row_blocks(layer, budget):
+        scores, lo = logits(layer, q0, q1, out=work[0])  # (H, b, k)
+        p = torch.softmax(scores, dim=-1, out=work[1, : scores.numel()].view_as(scores))  # (H, b, k)
+        for name, value in block_summaries(p, scores, keys, lo, int(layer.position(q0, q0 + 1)[0]), window).items():
             sums[name][:, q0:q1] = value.cpu()
         pooled.add(p, lo, q0)
         if step is not None:

@@ -18,20 +18,22 @@ from torch import Tensor
 NAMES = ("sink", "entropy", "distance", "local")
 
 
-def block_summaries(p: Tensor, log_p: Tensor, lo: int, q0: int, window: int) -> dict[str, Tensor]:
-    """The summaries of attention rows p (h, b, n) (and their logarithms, finite: masked keys very negative) of
-    queries q0..q0+b over keys lo..: name -> (h, b).
+def block_summaries(p: Tensor, scores: Tensor, keys: Tensor, lo: int, q0: int, window: int) -> dict[str, Tensor]:
+    """The summaries of attention rows p (h, b, n), the softmax of `scores` (masked keys at the lowest float), of
+    queries q0..q0+b over keys lo..: name -> (h, b); `keys` (N,) float32 are the key positions 0..N-1.
 
-    Entropy is a product of p with log p; distance is q - sum_k p k (rows sum to 1; a product with the key
-    positions); the local mass sums only the band of keys q0 - window + 1 .. q0 + b that some row's window reaches."""
+    Entropy is lse - sum_k p s (p = exp(s - lse)), lse = max s - log max p (p is largest where s is); distance
+    is q - sum_k p k (rows sum to 1; a product with the key positions); the local mass sums only the band of keys
+    q0 - window + 1 .. q0 + b that some row's window reaches."""
     b, n = p.shape[1:]
-    qpos = torch.arange(q0, q0 + b, device=p.device).float()  # (b,)
-    kpos = torch.arange(lo, lo + n, device=p.device).float()  # (n,)
+    qpos = keys[q0 : q0 + b]  # (b,)
+    kpos = keys[lo : lo + n]  # (n,)
     start = max(0, q0 - window + 1 - lo)  # the band's first key, as an index into p's keys
     near = (qpos[:, None] - kpos[None, start:]) < window  # (b, n - start)
+    lse = scores.amax(dim=-1) - p.amax(dim=-1).log_()  # (h, b)
     return {
         "sink": p[..., 0] if lo == 0 else p.new_zeros(p.shape[:2]),  # (h, b)
-        "entropy": -torch.linalg.vecdot(p, log_p),  # (h, b)
+        "entropy": lse.sub_(torch.linalg.vecdot(p, scores)),  # (h, b): masked keys give 0 * lowest = 0
         "distance": qpos - torch.matmul(p, kpos),  # (h, b)
-        "local": (p[..., start:] * near).sum(dim=-1),  # (h, b)
+        "local": torch.linalg.vecdot(p[..., start:], near.float()),  # (h, b)
     }
