@@ -11,9 +11,14 @@ classifier has the labels neg and pos.
 
 from __future__ import annotations
 
+import os
+
+# OpenMP's idle threads sleep, as under the attnkit command (attnkit.openmp): the tests call the CLI in this process,
+# and threads that spin on a busy machine slow training many times over. Set before torch is first imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import errno
 import gzip
-import os
 import random
 from pathlib import Path
 
