@@ -3,7 +3,7 @@
 An explanation method gives each of the T input tokens a score; the tokens ranked by score (highest
 first, ties by position) are removed in that order. `predict` says how likely the explained output y
 (the predicted class, or an output token) stays: keep (N, T) bool -> p(y | x with the tokens where
-keep is False removed) (N,). How a token is removed is the source's choice (`attnkit.sources.explained`
+keep is False removed) (N,). How a token is removed is the source's choice (`attnkit.sources.scored`
 says which and why); these functions only choose which tokens.
 
 ERASER (DeYoung et al. 2020, sec. 4.2; their scorer, `rationale_benchmark/metrics.py`,

@@ -11,7 +11,10 @@ import pytest
 from attnkit.cli import main
 from attnkit.families import load_config, load_run, presets
 from attnkit.families.parsing.trees import parse_trees
-from attnkit.families.protocol import ExploreOptions
+from attnkit.sources import AttentionOptions
+from attnkit.sources.record import explain_inputs
+from attnkit.sources.source import RunSource
+from attnkit.viz.records import records_json
 
 TREES = """( (S (NP-SBJ (DT The) (NN dog)) (VP (VBZ barks)) (. .)) )
 ( (S (NP-SBJ (PRP It)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )
@@ -73,7 +76,7 @@ def test_records_and_the_serve_page_show_the_span_chart_and_attention(run_dir):
     from attnkit.serve.app import create_app
 
     loaded = load_run(run_dir)
-    (record,) = loaded.family.records(loaded, ["The dog barks ."], ExploreOptions(decode=loaded.run.decode))
+    (record,) = records_json(explain_inputs(RunSource(loaded), ["The dog barks ."], AttentionOptions(nbest=1)))
     assert str(parse_trees(record["tree"])[0]) == "(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))"
     chart = record["chart"]
     assert chart["words"] == ["The", "dog", "barks", "."] and [0, 3] in chart["in_tree"] and [0, 1] in chart["in_tree"]

@@ -8,8 +8,9 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.parsing.explore import explore, record
+from attnkit.families.parsing.explore import api_attention, explained, explore
 from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
+from attnkit.viz.records import record_json
 
 STATIC = resources.files("attnkit.families.parsing") / "static"
 
@@ -62,7 +63,7 @@ def batch_key(loaded: LoadedRun, body: ParseRequest, batch_size: int) -> Hashabl
 
 def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) -> list[dict]:
     decode, attention, raw = key
-    out = [record(e) for e in explore(loaded, texts, decode, maps=attention, raw=raw)]
+    out = [{**record_json(e.index, explained(e)), "attention": api_attention(e)} for e in explore(loaded, texts, decode, maps=attention, raw=raw)]
     if not attention:
         for r in out:
             r["attention"] = None

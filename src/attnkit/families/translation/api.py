@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
-from attnkit.families.translation.explore import explore, explore_decode, record
+from attnkit.families.translation.explore import Explored, api_attention, explained, explore, explore_decode
+from attnkit.viz.records import record_json
 
 STATIC = resources.files("attnkit.families.translation") / "static"
 
@@ -60,9 +61,14 @@ def batch_key(loaded: LoadedRun, body: TranslateRequest, batch_size: int) -> Has
     return decode, body.attention, body.words
 
 
+def result(e: Explored) -> dict:
+    """One translation as `POST /v1/translate` answers it: its record (`viz.records`) and the search's attention."""
+    return {**record_json(e.index, explained(e)), "attention": api_attention(e)}
+
+
 def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) -> list[dict]:
     decode, attention, words = key
-    return [record(e) for e in explore(loaded, texts, decode, maps=attention, words=words)]
+    return [result(e) for e in explore(loaded, texts, decode, maps=attention, words=words)]
 
 
 API = Api(

@@ -7,7 +7,8 @@ its end token included) or the model's own greedy output (`generate`, one beam).
 decoder reads the start token and the target but its last token (`target_tokens`, the queries of
 `decoder_self` and `cross`), and position t emits output t (`output_tokens`). A vision model's
 input is the image, resized by its image processor; a token per patch, row by row, after the
-model's own ([CLS]) tokens.
+model's own ([CLS]) tokens. A sentence pair (``first<TAB>second``, with `pair`: `attnkit faithfulness
+--text2-column`) is encoded as the tokenizer encodes pairs (token types too).
 """
 
 from __future__ import annotations
@@ -86,6 +87,17 @@ def _image(hf: HfModel, image: str | None) -> Prepared:
     return Prepared({"pixel_values": pixels.to(hf.model.device, hf.model.dtype)}, tokens, grid=grid)
 
 
+def pair_inputs(hf: HfModel, text: str, truncate: bool) -> Prepared:
+    """The inputs of a sentence pair ``first<TAB>second``, encoded as the tokenizer encodes pairs (token types too)."""
+    first, second = text.split("\t", 1)
+    limit = hf.max_positions
+    enc = hf.tokenizer(first, second, return_tensors="pt", **({"truncation": True, "max_length": limit} if truncate and limit else {}))
+    if limit is not None and enc["input_ids"].size(1) > limit:
+        raise AttnkitError(f"{hf.name}: the pair is {enc['input_ids'].size(1)} tokens, the model takes at most {limit} (--truncate cuts it)")
+    inputs = {k: v.to(hf.model.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}  # (1, S) each
+    return Prepared(inputs, hf.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), specials=set(hf.tokenizer.all_special_tokens))
+
+
 def prepare(hf: HfModel, text: str | None, options: AttentionOptions) -> Prepared:
     """The inputs of one forward call that yields every kind of attention the model has."""
     if hf.arch == "vision":
@@ -94,6 +106,8 @@ def prepare(hf: HfModel, text: str | None, options: AttentionOptions) -> Prepare
         raise AttnkitError(f"{hf.name}: --image is for vision models; this is a text model ({hf.arch})")
     if options.target is not None and hf.arch != "encoder-decoder":
         raise AttnkitError(f"{hf.name}: --target is for encoder-decoder models; this one is {hf.arch}-only")
+    if options.pair and text is not None and "\t" in text:
+        return pair_inputs(hf, text, options.truncate)
     tok = hf.tokenizer
     ids = _ids(hf, text or "", options.truncate).to(hf.model.device)  # (1, S)
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}

@@ -1,16 +1,16 @@
-"""`attnkit attention` for a Hugging Face model: one forward pass, each layer written as it comes.
+"""The record of one input through a Hugging Face model (`HfSource.read`): one forward pass, each layer kept as it comes.
 
-The npz holds `tokens` (vision: "[CLS]" and "patch r,c"), for an encoder-decoder model
-`target_tokens` (the decoder's input) and `output_tokens`, for a vision model `grid`; per kind and
-layer `<kind>/layer<l>` (H, Tq, Tk) float32 as the model gave it, with `<kind>/queries` and
-`<kind>/keys`; `rollout` (and `rollout_encoder`, `flow`: `sources.collect`); and with attribution
-methods `attr/<method>` (T,), `attr/output` (what was scored) and, for integrated gradients,
-`attr/ig_steps` and `attr/ig_relative_error` (completeness), `attr/row` (the query row the output
-is read at) and its agreement with attention, rollout and flow, `tau/...` (`sources.agreement`).
+The record holds per kind (`encoder`, `self`, `decoder_self`, `cross`: `hf.collect`) the layers
+(H, Tq, Tk) as the model gave them, kept by the output's store (`sources.store`), with their queries
+and keys; the summaries (`rollout`, and `rollout_encoder`, `flow`: `sources.collect`); what the model
+predicts (`prediction`); as `sequences` `tokens` (vision: "[CLS]" and "patch r,c"), for an
+encoder-decoder model `target_tokens` (the decoder's input) and `output_tokens`, for a vision model
+`grid`; and with attribution methods the `Attribution` of one output (`sources.attribute`).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from attnkit.errors import AttnkitError
@@ -18,8 +18,9 @@ from attnkit.sources.collect import Collector, Groups
 from attnkit.sources.hf.collect import collecting
 from attnkit.sources.hf.inputs import Prepared, prepare, vision_tokens
 from attnkit.sources.hf.load import HfModel
-from attnkit.sources.npz import NpzWriter
 from attnkit.sources.options import AttentionOptions
+from attnkit.sources.store import Store
+from attnkit.viz.attention_view import TRANSFORMER_KINDS, ExplainedInput, kind_table, ordered
 from attnkit.viz.words import join_pieces, word_groups
 
 
@@ -35,20 +36,19 @@ def _groups(prep: Prepared) -> dict[str, Groups]:
     return {"encoder": Groups(src, src), "self": Groups(src, src), "decoder_self": Groups(tgt, tgt), "cross": Groups(tgt, src)}
 
 
-def _write_labels(writer: NpzWriter, prep: Prepared, kinds: list[str], words: bool) -> None:
-    def name(tokens: list[str]) -> list[str]:
-        return join_pieces(tokens, word_groups(tokens, prep.specials)) if words else tokens
+def _named(prep: Prepared, tokens: list[str], words: bool) -> list[str]:
+    return join_pieces(tokens, word_groups(tokens, prep.specials)) if words else tokens
 
-    writer.add("tokens", name(prep.tokens))
+
+def _sequences(prep: Prepared, words: bool) -> dict:
+    """What the npz holds of the input besides the maps: its tokens, the target's, the grid."""
+    out = {"tokens": _named(prep, prep.tokens, words)}
     if prep.target_tokens is not None:
-        writer.add("target_tokens", name(prep.target_tokens))
-        writer.add("output_tokens", prep.output_tokens)
+        out["target_tokens"] = _named(prep, prep.target_tokens, words)
+        out["output_tokens"] = prep.output_tokens
     if prep.grid is not None:
-        writer.add("grid", torch.tensor(prep.grid).numpy())
-    for kind in kinds:
-        rows, cols = _labels(prep, kind)
-        writer.add(f"{kind}/queries", name(rows))
-        writer.add(f"{kind}/keys", name(cols))
+        out["grid"] = np.asarray(prep.grid, dtype=np.int64)
+    return out
 
 
 def _output_row(hf: HfModel, prep: Prepared, options: AttentionOptions) -> tuple[str, int] | None:
@@ -64,13 +64,13 @@ def _output_row(hf: HfModel, prep: Prepared, options: AttentionOptions) -> tuple
     return kind, next(w for w, g in enumerate(_groups(prep)[kind].rows) if piece in g)
 
 
-def _attribute(writer: NpzWriter, hf: HfModel, prep: Prepared, options: AttentionOptions, collector: Collector) -> dict:
-    from attnkit.sources.attribute import write_attributions
+def _attribute(hf: HfModel, prep: Prepared, options: AttentionOptions, collector: Collector, tokens: list[str]):
+    from attnkit.sources.attribute import attribution
     from attnkit.sources.hf.attribute import score_function
 
     f, x, label = score_function(hf, prep, options.output)
     groups = word_groups(prep.tokens, prep.specials) if options.words else None
-    return write_attributions(writer, f, x, label, options.attribute, groups, collector)
+    return attribution(f, x, label, options.attribute, tokens, groups, collector)
 
 
 def _prediction(hf: HfModel, prep: Prepared, out) -> str:
@@ -87,21 +87,29 @@ def _prediction(hf: HfModel, prep: Prepared, out) -> str:
     return f"class: {labels.get(best, best)}"
 
 
-def write_hf(hf: HfModel, text: str | None, writer: NpzWriter, options: AttentionOptions) -> dict:
-    """Write the maps of `text` (or `options.image`) through `hf` into `writer`; returns a summary."""
+def read_hf(hf: HfModel, text: str | None, options: AttentionOptions, store: Store) -> ExplainedInput:
+    """The record of `text` (or `options.image`) through `hf` (module docstring)."""
     if options.words and hf.arch == "vision":
         raise AttnkitError(f"{hf.name}: --words merges text pieces; this is a vision model")
+    for name in ("beam", "alpha", "nbest"):
+        if getattr(options, name) is not None:
+            raise AttnkitError(f"{hf.name}: --{name} is for attnkit runs (they decode); a Hugging Face model reads --target")
     prep = prepare(hf, text, options)
-    collector = Collector(writer, flow=options.flow, words=_groups(prep) if options.words else {}, output=_output_row(hf, prep, options))
+    collector = Collector(store, flow=options.flow, words=_groups(prep) if options.words else {}, output=_output_row(hf, prep, options))
     with collecting(hf.model, hf.arch, collector), torch.inference_mode():
         out = hf.model(**prep.inputs)
     if hf.arch == "vision":
         prep.tokens = vision_tokens(prep, collector.shapes["encoder"][-1])
-    summaries = collector.finish()
-    _write_labels(writer, prep, list(collector.layers), options.words)
-    summary = {"model": type(hf.model).__name__, "kinds": dict(collector.layers), "tokens": len(prep.tokens), "prediction": _prediction(hf, prep, out)}
-    if prep.target_tokens is not None:
-        summary["target_tokens"] = len(prep.target_tokens)
+    collector.finish()
+    views = []
+    for kind in ordered(collector.kept, kind_table(TRANSFORMER_KINDS)):
+        rows, cols = _labels(prep, kind.name)
+        views.append(kind.view(_named(prep, rows, options.words), _named(prep, cols, options.words), collector.kept[kind.name]))
+    sequences = _sequences(prep, options.words)
+    if collector.flow_rows:
+        sequences["flow/rows"] = np.asarray(collector.flow_rows, dtype=np.int64)
+    source = text if text is not None else str(options.image)
+    e = ExplainedInput(source, _prediction(hf, prep, out), views + collector.summary_views(views), model=hf.name, sequences=sequences)
     if options.attribute:
-        summary.update(_attribute(writer, hf, prep, options, collector))
-    return {**summary, "summaries": summaries}
+        e.attribution = _attribute(hf, prep, options, collector, sequences["tokens"])
+    return e
