@@ -71,6 +71,14 @@ class ApiRequest(BaseModel):
     attention: bool = Field(False, description="also return attention matrices")
 
 
+class AttentionMap(BaseModel):
+    """One kind of attention map in a `POST /v1/...` answer (a record's `maps` entry, weights as floats)."""
+
+    rows: list[str] = Field(description="query tokens")
+    cols: list[str] = Field(description="key tokens")
+    layers: list[list[list[list[float]]]] = Field(description="weights [layer][head][row][col]")
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """One `POST` route of `attnkit serve`: its bodies and how a dynamic batch of texts is answered.

@@ -5,7 +5,7 @@ first token ([CLS], `<s>`: what BERT-style heads pool), a language model's last 
 predicts the next token), an encoder-decoder model's output position t in its cross attention.
 The collector keeps that row of each layer (head mean), of `rollout` and of `flow`; here each is
 ranked against |attributions| (the magnitude: attention has no sign), as the benchmarks and tour
-page 8 do, with `analysis.correlation.kendall_tau` (`Attribution.compared` and `.tau`). The npz (and the page) get:
+page 8 do, with `analysis.correlation.kendall_tau` (`OutputAttribution.compared` and `.tau`). The npz (and the page) get:
 
 - `tau/names` (K,): `<kind>/layer<l>` per layer, then `rollout` and, with `--flow`, `flow`;
 - `tau/rows` (K, S) float32: those rows, what was ranked;

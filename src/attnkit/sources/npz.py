@@ -21,7 +21,7 @@ import numpy as np
 
 from attnkit.errors import AttnkitError
 from attnkit.io import atomic_path
-from attnkit.viz.attention_view import Attribution, ExplainedInput, Written
+from attnkit.viz.attention_view import ExplainedInput, OutputAttribution, Written
 
 
 class NpzWriter:
@@ -50,7 +50,7 @@ def npz_writer(path: str | Path) -> Iterator[NpzWriter]:
         yield NpzWriter(archive, path)
 
 
-def _attribution(writer: NpzWriter, a: Attribution) -> dict:
+def _attribution(writer: NpzWriter, a: OutputAttribution) -> dict:
     for method, scores in a.scores.items():
         writer.add(f"attr/{method}", scores)
     writer.add("attr/output", [a.output])

@@ -100,7 +100,7 @@ class Written:
 
 
 @dataclass
-class Attribution:
+class OutputAttribution:
     """The attributions of one output over the input tokens, and their agreement with attention (`sources.attribute`)."""
 
     output: str  # what was scored: "class 1 (pos)", "output 2 'Hund'"
@@ -123,7 +123,7 @@ class ExplainedInput:
     note: str | None = None  # what neither the text nor the maps show (default: the first view's note)
     fields: dict[str, Any] = field(default_factory=dict)  # what the family's renderer draws besides (a tree, an image)
     model: str | None = None  # the source's name (a run's folder, a model as the user gave it)
-    attribution: Attribution | None = None  # with --attribute
+    attribution: OutputAttribution | None = None  # with --attribute
     # what the npz holds besides the maps: `tokens`, `target_tokens`, `output_tokens`, `grid`, `flow/rows`
     sequences: dict[str, Any] = field(default_factory=dict)
 

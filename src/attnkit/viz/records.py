@@ -9,8 +9,9 @@ kept them: `layers` [layer][head][row][col] (floats, rounded to 4 decimals) or b
 `data` (`viz.weights`: pages of long inputs); and with attributions, `attribution` (`attribution_json`).
 The pages draw every kind a record holds, one they do not know as a heatmap under its title.
 
-Records written by 0.1.0 have no `schema` and carry, for a translation or a parse, the cross
-attention a second time as `attention`; the pages read them as they are (`upgraded`).
+Records written by 0.1.0 have no `schema` (read it as 1) and carry, for a translation or a parse, the
+cross attention a second time as `attention`, which the pages never read; this version's page scripts
+draw them as they are (tests/viz/test_record_schema.py), and a 0.1.0 page carries its own scripts.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from torch import Tensor
 
-from attnkit.viz.attention_view import SCHEMA, AttentionView, Attribution, ExplainedInput, Written
+from attnkit.viz.attention_view import SCHEMA, AttentionView, ExplainedInput, OutputAttribution, Written
 from attnkit.viz.weights import Quantized, packed
 
 
@@ -48,7 +49,7 @@ def _number(x: float) -> float | None:
     return None if math.isnan(x) else float(x)  # NaN is not JSON
 
 
-def attribution_json(a: Attribution) -> dict:
+def attribution_json(a: OutputAttribution) -> dict:
     """The page's `attribution`: `output` (what was scored), `row`, `tokens`, `scores` (method -> (S,)),
     `ig` (steps, relative error), `compared` (`names`, `rows` (K, S)) and `tau` (method -> (K,), null where undefined)."""
     entry = {"output": a.output, "row": a.row, "tokens": list(a.tokens), "scores": {m: [float(x) for x in s] for m, s in a.scores.items()}}
@@ -77,11 +78,3 @@ def record_json(index: int, e: ExplainedInput) -> dict:
 def records_json(explained: Sequence[ExplainedInput]) -> list[dict]:
     """The records of a model's inputs, numbered from 0."""
     return [record_json(i, e) for i, e in enumerate(explained)]
-
-
-def upgraded(record: dict) -> dict:
-    """A record as this version writes it: 0.1.0's (no `schema`) without the duplicate `attention`, `schema` set."""
-    if record.get("schema", 1) >= SCHEMA:
-        return record
-    out = {k: v for k, v in record.items() if not (k == "attention" and "maps" in record)}
-    return {"schema": SCHEMA, **out}

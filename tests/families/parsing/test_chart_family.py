@@ -82,7 +82,7 @@ def test_records_and_the_serve_page_show_the_span_chart_and_attention(run_dir):
     assert chart["words"] == ["The", "dog", "barks", "."] and [0, 3] in chart["in_tree"] and [0, 1] in chart["in_tree"]
     assert chart["best"][0][1] > 0 and chart["labels"][0][1] == "NP"  # "The dog": rather an NP than no constituent
     assert chart["labels"][0][3] == "S" and chart["best"][3][0] is None  # the root (labelled whatever its score); j < i: none
-    assert set(record["maps"]) == {"encoder"} and len(record["maps"]["encoder"]["rows"]) == 6  # <s> 4 words </s>
+    assert set(record["maps"]) == {"encoder", "rollout"} and len(record["maps"]["encoder"]["rows"]) == 6  # <s> 4 words </s>
     with TestClient(create_app({"chart": loaded})) as client:
         response = client.post("/v1/parse", json={"texts": ["It saw a dog ."], "attention": True})
         assert response.status_code == 200, response.text

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.families.parsing.explore import api_attention, explained, explore
-from attnkit.families.protocol import Api, ApiRequest, Endpoint, Page
+from attnkit.families.protocol import Api, ApiRequest, AttentionMap, Endpoint, Page
 from attnkit.viz.records import record_json
 
 STATIC = resources.files("attnkit.families.parsing") / "static"
@@ -21,13 +21,7 @@ class ParseRequest(ApiRequest):
     raw: bool = Field(False, description="the texts are raw: tokenise them PTB-style first (else split on spaces)")
 
 
-class AttentionMap(BaseModel):
-    rows: list[str]
-    cols: list[str]
-    layers: list[list[list[list[float]]]] = Field(description="weights [layer][head][row][col]")
-
-
-class SpanChart(BaseModel):
+class SpanChartResult(BaseModel):
     words: list[str]
     best: list[list[float | None]] = Field(description="[i][j]: the best non-empty label's score for words i..j (null for j < i)")
     labels: list[list[str]] = Field(description="[i][j]: that label (a unary chain as S+VP)")
@@ -46,7 +40,7 @@ class Parse(BaseModel):
     tgt: list[str] = Field(description="the output symbols (+ </s>)")
     attention: list[list[float]] | None = Field(None, description="last layer's cross-attention, mean over heads [symbol][word]")
     maps: dict[str, AttentionMap] | None = None
-    chart: SpanChart | None = Field(None, description="chart parsers, with attention: what the parser scored for each span")
+    chart: SpanChartResult | None = Field(None, description="chart parsers, with attention: what the parser scored for each span")
 
 
 class ParseResponse(BaseModel):

@@ -36,14 +36,14 @@ ENCODER_WORDS = KINDS[0]
 
 
 @dataclass
-class Explored:
+class ExploredParse:
     index: int
     source: str
     result: ParseResult
     views: list[AttentionView]
 
 
-def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, raw: bool = False) -> list[Explored]:
+def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, raw: bool = False) -> list[ExploredParse]:
     """Parse `lines` (tokenised, or `raw` text) and collect the attention maps of each parse."""
     sentences = [tokenize(line) if raw else line.split() for line in lines]
     results = parse(loaded.model, loaded.vocabs, sentences, decode, return_attention=True)
@@ -53,7 +53,7 @@ def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bo
         views = [chart_views(r) for r in results]  # type: ignore[arg-type]
     else:
         views = attention_views(loaded.model, loaded.vocabs, results)
-    return [Explored(i, line, r, v) for i, (line, r, v) in enumerate(zip(lines, results, views))]
+    return [ExploredParse(i, line, r, v) for i, (line, r, v) in enumerate(zip(lines, results, views))]
 
 
 @torch.inference_mode()
@@ -90,7 +90,7 @@ def chart_record(words: list[str], chart: SpanChart) -> dict:
     return {"words": words, "best": best, "labels": labels, "in_tree": [[i, j - 1] for i, j in chart.in_tree]}
 
 
-def explained(e: Explored) -> ExplainedInput:
+def explained(e: ExploredParse) -> ExplainedInput:
     """One parse as the core's `ExplainedInput` (see the module docstring)."""
     r = e.result
     src, tgt = [*r.words, "</s>"], [*r.symbols, *(["</s>"] if r.finished else [])]
@@ -101,7 +101,7 @@ def explained(e: Explored) -> ExplainedInput:
     return ExplainedInput(e.source, text, e.views, [{"text": text, "score": round(r.score, 4), "finished": r.finished}], fields=fields)
 
 
-def api_attention(e: Explored) -> list[list[float]] | None:
+def api_attention(e: ExploredParse) -> list[list[float]] | None:
     """The search's attention [symbol][word] (rounded as in `viz.export`), or None without it."""
     r = e.result
     return None if r.attention is None else attention_record(e.index, [], [], r.attention)["attention"]

@@ -35,7 +35,7 @@ WORD_START = "\u2581"  # SentencePiece's word-start mark (and the char tokenizer
 
 
 @dataclass
-class Explored:
+class ExploredTranslation:
     """A source sentence, its n-best translations and the attention maps of the best one."""
 
     index: int
@@ -50,7 +50,7 @@ def explore_decode(decode: Decode, beam: int | None = None, alpha: float | None 
     return decode.with_overrides(nbest=nbest or decode.beam)
 
 
-def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, words: bool = False) -> list[Explored]:
+def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, words: bool = False) -> list[ExploredTranslation]:
     """Translate `lines` (with the run's engine, if it has one) and, with `maps`, collect every attention map of
     each best hypothesis in one teacher-forced pass; an engine's best hypotheses take their search attention from it."""
     engine = loaded.engine is not None
@@ -62,7 +62,7 @@ def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bo
         views = [attention_views(r[0], f) for r, f in zip(results, forced)]
         if engine:
             results = [[replace(r[0], attention=step_attention(f)), *r[1:]] for r, f in zip(results, forced)]
-    explored = [Explored(i, line, nbest, v) for i, (line, nbest, v) in enumerate(zip(lines, results, views))]
+    explored = [ExploredTranslation(i, line, nbest, v) for i, (line, nbest, v) in enumerate(zip(lines, results, views))]
     return [merge_words(e) for e in explored] if words and loaded.vocabs.src_tokenizer.kind != "word" else explored
 
 
@@ -96,7 +96,7 @@ def _words(pieces: list[str], groups: list[list[int]]) -> list[str]:
     return ["".join(pieces[i] for i in g).replace(WORD_START, "") or WORD_START for g in groups]
 
 
-def merge_words(e: Explored) -> Explored:
+def merge_words(e: ExploredTranslation) -> ExploredTranslation:
     """The explanation with subword pieces merged into words in every map and the best hypothesis."""
     views = []
     for v in e.views:
@@ -109,7 +109,7 @@ def merge_words(e: Explored) -> Explored:
     return replace(e, nbest=[best, *e.nbest[1:]], views=views)
 
 
-def explained(e: Explored) -> ExplainedInput:
+def explained(e: ExploredTranslation) -> ExplainedInput:
     """An explanation as the core's `ExplainedInput`: its fields `id`, `src`, `tgt` and `score` (module docstring)."""
     best = e.nbest[0]
     fields = {"id": e.index, "src": best.src_pieces, "tgt": best.tgt_pieces, "score": best.score}
@@ -117,7 +117,7 @@ def explained(e: Explored) -> ExplainedInput:
     return ExplainedInput(e.source, best.text, e.views, nbest, fields=fields)
 
 
-def api_attention(e: Explored) -> list[list[float]] | None:
+def api_attention(e: ExploredTranslation) -> list[list[float]] | None:
     """The best hypothesis' search attention [tgt][src] (rounded as in `viz.export`), or None without maps."""
     best = e.nbest[0]
     return None if best.attention is None else attention_record(e.index, best.src_pieces, best.tgt_pieces, best.attention)["attention"]

@@ -16,7 +16,7 @@ import torch
 from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector, Groups
 from attnkit.sources.hf.collect import collecting
-from attnkit.sources.hf.inputs import Prepared, prepare, vision_tokens
+from attnkit.sources.hf.inputs import HfInputs, prepare, vision_tokens
 from attnkit.sources.hf.load import HfModel
 from attnkit.sources.options import AttentionOptions
 from attnkit.sources.store import Store
@@ -24,23 +24,23 @@ from attnkit.viz.attention_view import TRANSFORMER_KINDS, ExplainedInput, kind_t
 from attnkit.viz.words import join_pieces, word_groups
 
 
-def _labels(prep: Prepared, kind: str) -> tuple[list[str], list[str]]:
+def _labels(prep: HfInputs, kind: str) -> tuple[list[str], list[str]]:
     """(queries, keys) of a kind."""
     target = prep.target_tokens or []
     return {"decoder_self": (target, target), "cross": (target, prep.tokens)}.get(kind, (prep.tokens, prep.tokens))
 
 
-def _groups(prep: Prepared) -> dict[str, Groups]:
+def _groups(prep: HfInputs) -> dict[str, Groups]:
     src = word_groups(prep.tokens, prep.specials)
     tgt = word_groups(prep.target_tokens or [], prep.specials)
     return {"encoder": Groups(src, src), "self": Groups(src, src), "decoder_self": Groups(tgt, tgt), "cross": Groups(tgt, src)}
 
 
-def _named(prep: Prepared, tokens: list[str], words: bool) -> list[str]:
+def _named(prep: HfInputs, tokens: list[str], words: bool) -> list[str]:
     return join_pieces(tokens, word_groups(tokens, prep.specials)) if words else tokens
 
 
-def _sequences(prep: Prepared, words: bool) -> dict:
+def _sequences(prep: HfInputs, words: bool) -> dict:
     """What the npz holds of the input besides the maps: its tokens, the target's, the grid."""
     out = {"tokens": _named(prep, prep.tokens, words)}
     if prep.target_tokens is not None:
@@ -51,7 +51,7 @@ def _sequences(prep: Prepared, words: bool) -> dict:
     return out
 
 
-def _output_row(hf: HfModel, prep: Prepared, options: AttentionOptions) -> tuple[str, int] | None:
+def _output_row(hf: HfModel, prep: HfInputs, options: AttentionOptions) -> tuple[str, int] | None:
     """(kind, query row as written) the explained output is read at: the row flow computes by default and the
     attributions are compared with (`sources.agreement`); a vision model's class is read at [CLS], row 0."""
     if hf.arch == "vision":
@@ -64,7 +64,7 @@ def _output_row(hf: HfModel, prep: Prepared, options: AttentionOptions) -> tuple
     return kind, next(w for w, g in enumerate(_groups(prep)[kind].rows) if piece in g)
 
 
-def _attribute(hf: HfModel, prep: Prepared, options: AttentionOptions, collector: Collector, tokens: list[str]):
+def _attribute(hf: HfModel, prep: HfInputs, options: AttentionOptions, collector: Collector, tokens: list[str]):
     from attnkit.sources.attribute import attribution
     from attnkit.sources.hf.attribute import score_function
 
@@ -73,7 +73,7 @@ def _attribute(hf: HfModel, prep: Prepared, options: AttentionOptions, collector
     return attribution(f, x, label, options.attribute, tokens, groups, collector)
 
 
-def _prediction(hf: HfModel, prep: Prepared, out) -> str:
+def _prediction(hf: HfModel, prep: HfInputs, out) -> str:
     """What the model made of the input, in words: the output text, a class, or the next token."""
     if prep.output_ids is not None:
         return hf.tokenizer.decode(prep.output_ids, skip_special_tokens=True)

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from attnkit.errors import AttnkitError
-from attnkit.sources.hf.inputs import Prepared, prepare
+from attnkit.sources.hf.inputs import HfInputs, prepare
 from attnkit.sources.hf.load import HfModel
 from attnkit.sources.options import AttentionOptions
 from attnkit.sources.scored import ScoredOutput, batched, compared_rows
@@ -31,7 +31,7 @@ def mask_id(hf: HfModel) -> int:
     return found
 
 
-def masked_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
+def masked_predict(hf: HfModel, prep: HfInputs, positions: list[int], c: int):
     """keep (N, T) -> p(c | the input with the tokens at `positions` where keep is False masked) (N,)."""
     ids = prep.inputs["input_ids"]  # (1, S)
     replacement = mask_id(hf)
