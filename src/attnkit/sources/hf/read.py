@@ -74,17 +74,27 @@ def _attribute(hf: HfModel, prep: HfInputs, options: AttentionOptions, collector
 
 
 def _prediction(hf: HfModel, prep: HfInputs, out) -> str:
-    """What the model made of the input, in words: the output text, a class, or the next token."""
+    """What the model predicts, in words, where it has a head: the output (encoder-decoder), the next token (a causal
+    language model), the fill of each masked token (a masked language model), the class (a classifier); "" where it
+    has no head (a bare encoder) or a masked language model reads no mask token."""
     if prep.output_ids is not None:
         return hf.tokenizer.decode(prep.output_ids, skip_special_tokens=True)
     logits = getattr(out, "logits", None)
     if logits is None:
         return ""
-    best = int(logits[0, -1].argmax()) if logits.dim() == 3 else int(logits[0].argmax())  # (1, T, V) or (1, C)
-    if logits.dim() == 3 and hf.tokenizer is not None:
-        return f"next token: {hf.tokenizer.convert_ids_to_tokens(best)}"
-    labels = getattr(hf.model.config, "id2label", None) or {}
-    return f"class: {labels.get(best, best)}"
+    if logits.dim() == 2:  # (1, C): a classifier
+        labels = getattr(hf.model.config, "id2label", None) or {}
+        return f"class: {labels.get(int(logits[0].argmax()), int(logits[0].argmax()))}"
+    if hf.tokenizer is None:
+        return ""
+    if hf.arch == "decoder":  # (1, T, V): the next token
+        return f"next token: {hf.tokenizer.convert_ids_to_tokens(int(logits[0, -1].argmax()))}"
+    mask = hf.tokenizer.mask_token_id
+    masked = [] if mask is None else (prep.inputs["input_ids"][0] == mask).nonzero().flatten().tolist()
+    if not masked or logits.size(-1) != len(hf.tokenizer):  # no mask read, or (1, T, C) a token classifier's tags
+        return ""
+    fills = hf.tokenizer.convert_ids_to_tokens(logits[0, masked].argmax(-1).tolist())  # (1, T, V) at the masks
+    return f"{hf.tokenizer.mask_token} = {', '.join(fills)}"
 
 
 def read_hf(hf: HfModel, text: str | None, options: AttentionOptions, store: Store) -> ExplainedInput:
