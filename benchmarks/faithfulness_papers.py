@@ -104,7 +104,7 @@ def correlations(outs: list[dict], pairs: list[tuple[str, str]], absolute: set[s
 
 def config(source) -> dict | None:
     """An attnkit run's data, model and train sections as it trained (None for a Hugging Face model)."""
-    return source.loaded.run.model_dump(mode="json", include={"data", "model", "train"}) if source.kind == "run" else None
+    return source.loaded.run.model_dump(mode="json", include={"data", "model", "train"}) if source.origin == "run" else None
 
 
 def measured() -> dict:

@@ -17,11 +17,11 @@ with whole words the round trip gives back the same ids. The texts: --texts seed
 of 4 to 14 of the vocabulary's words.
 
 The explanations are attnkit's (`sources.faithfulness.METHODS` but flow); both tools score each
-one: attnkit with `analysis.faithfulness.ferret_aopc` over `sources.hf.explained.deleted_predict`
+one: attnkit with `analysis.faithfulness.ferret_aopc` over `sources.hf.scored.deleted_predict`
 (ferret's removal, bins, rationale and mean), ferret with its `AOPC_Comprehensiveness_Evaluation`
 and `AOPC_Sufficiency_Evaluation` at their defaults. One JSON line per (method, metric): both
 means over the texts, the largest difference on one text, each tool's seconds per text (scoring one
-explanation: attnkit's `ferret_aopc` calls, given p(y | x) from `explain_hf`; ferret's two evaluator
+explanation: attnkit's `ferret_aopc` calls, given p(y | x) from `scored_hf`; ferret's two evaluator
 calls, each of which also runs the model on the whole text for p(y | x)); then one
 line per method with attnkit's own defaults (mask removal, ERASER's bins), which are other figures.
 
@@ -104,15 +104,16 @@ def attnkit_cases(folder: Path, items: list[str], dtype: str = "float64") -> lis
 
     from attnkit.analysis.faithfulness import faithfulness, ferret_aopc
     from attnkit.sources.faithfulness import method_scores
-    from attnkit.sources.hf.explained import explain_hf
     from attnkit.sources.hf.load import load
+    from attnkit.sources.hf.scored import scored_hf
+    from attnkit.sources.source import HfSource
 
     hf = load(str(folder))
     hf.model.to(getattr(torch, dtype))
     cases = []
     for i, text in enumerate(items):
-        e = explain_hf(hf, text, removal="delete")
-        own = explain_hf(hf, text)  # mask removal: attnkit's default
+        e = scored_hf(HfSource(hf), text, removal="delete")
+        own = scored_hf(HfSource(hf), text)  # mask removal: attnkit's default
         scores, _ = method_scores(e, METHODS, seed=i)
         figures, seconds, defaults = {}, {}, {}
         for name, s in scores.items():
@@ -151,10 +152,10 @@ def attnkit_generation(folder: Path, items: list[str], steps: int) -> list[dict]
     """Per text, attnkit's attributions of the most likely next token's log-probability (inseq's baseline for
     integrated gradients: [UNK] everywhere) and its row of each layer's attention, head mean, as inseq_eval.py writes them."""
     import torch
+    from attnkit.sources.explained import Discard
 
     from attnkit.analysis.attribution import input_x_gradient, integrated_gradients
     from attnkit.sources.collect import Collector
-    from attnkit.sources.explained import Discard
     from attnkit.sources.hf.attribute import score_function
     from attnkit.sources.hf.collect import collecting
     from attnkit.sources.hf.inputs import prepare

@@ -11,6 +11,7 @@ kind `glance` (1 query row x the words, one layer of one head).
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import re
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from attnkit.attention.masks import masked_softmax
 from attnkit.cli import main
 from attnkit.config.schema import Metric, RunBase, Strict
 from attnkit.families.protocol import Api, Family, add_once
-from attnkit.viz.attention_view import AttentionKind, Explained
+from attnkit.viz.attention_view import AttentionKind, ExplainedInput
 
 WORDS = [f"w{i}" for i in range(10)]
 GLANCE = AttentionKind("glance", "one glance over the words", ("words", "glance"), "readout")
@@ -131,7 +132,7 @@ def evaluate(args: argparse.Namespace, load) -> dict:
     return {"accuracy": accuracy(loaded.model, examples(args.glances or 64, 99))[1]}
 
 
-def explain(loaded, lines, options) -> list[Explained]:
+def explain(loaded, lines, options) -> list[ExplainedInput]:
     """Per line: its class and its one glance over the words (the family's own kind)."""
     out = []
     for line in lines:
@@ -139,7 +140,7 @@ def explain(loaded, lines, options) -> list[Explained]:
         with torch.no_grad():
             logits, weights = loaded.model(batch.words, batch.keep)  # (1, 2), (1, S)
         view = GLANCE.view(["glance"], line.split(), [weights.float()[None]])  # (H, Tq, Tk) = (1, 1, S)
-        out.append(Explained(line, "has w7" if logits.argmax() == 1 else "no w7", [view], fields={"probs": logits.softmax(-1)[0].tolist()}))
+        out.append(ExplainedInput(line, "has w7" if logits.argmax() == 1 else "no w7", [view], fields={"probs": logits.softmax(-1)[0].tolist()}))
     return out
 
 
@@ -155,7 +156,7 @@ FAMILY = Family(
 def table(monkeypatch):
     """The toy family in the family table (what its one line in `attnkit/families/__init__.py` would do)."""
     monkeypatch.setitem(families.FAMILIES, FAMILY.name, FAMILY)
-    monkeypatch.setitem(families.KINDS, "toy_glance", FAMILY)
+    monkeypatch.setitem(families.MODEL_KINDS, "toy_glance", FAMILY)
 
 
 def test_a_family_defined_in_a_test_trains_evaluates_and_appears_in_the_explorer(table, tmp_path, capsys):
@@ -173,7 +174,7 @@ def test_a_family_defined_in_a_test_trains_evaluates_and_appears_in_the_explorer
     (record,) = json.loads(DATA.findall(page.read_text(encoding="utf-8"))[0])
     glance = record["maps"]["glance"]
     assert (record["source"], record["text"], glance["title"], glance["cols"]) == ("w1 w7 w2", "has w7", GLANCE.title, ["w1", "w7", "w2"])
-    assert int(np.argmax(glance["layers"][0][0][0])) == 1  # it glances at w7
+    assert int(np.argmax(np.frombuffer(base64.b64decode(glance["data"][0][0]), np.uint8))) == 1  # it glances at w7 (a page holds bytes)
 
     assert main(["attention", str(run), "w1 w7 w2", "--out", str(tmp_path / "a.npz")]) == 0
     assert np.load(tmp_path / "a.npz")["glance/layer1"].shape == (1, 1, 3)

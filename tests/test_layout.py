@@ -206,7 +206,7 @@ def test_the_core_imports_no_family_package():
 
 
 def test_the_chart_parser_is_a_subpackage():
-    flat = sorted(p.name for p in (SRC / "families" / "parse").glob("chart*.py"))
+    flat = sorted(p.name for p in (SRC / "families" / "parsing").glob("chart*.py"))
     assert not flat, f"families/parsing/chart/ holds the chart parser, not {flat}"
 
 
@@ -326,3 +326,32 @@ def test_every_family_validates_with_the_shared_loop():
                     if not calls & {"validation_sums", "validation_loss"}:
                         found.append(f"{path.relative_to(SRC)}: {node.name}.validate")
     assert tasks >= 5 and not found, found
+
+
+def test_each_familys_package_is_named_as_in_the_table():
+    """`attnkit/families/<name>/` holds the family `FAMILIES["<name>"]`, named `<name>` (the CLI's word for it)."""
+    import importlib
+
+    packages = sorted(p.parent.name for p in (SRC / "families").glob("*/__init__.py"))
+    assert packages == sorted(FAMILIES)
+    for name in packages:
+        family = importlib.import_module(f"attnkit.families.{name}").FAMILY
+        assert family.name == name and FAMILIES[name] is family
+
+
+def public_classes(paths: list[Path]) -> dict[str, list[str]]:
+    """Each public class name (module level, no leading underscore) -> the modules that define one."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(str(path.relative_to(SRC)))
+    return found
+
+
+def test_no_two_public_classes_share_a_name():
+    """One meaning per name (docs/architecture.md, "Glossary"): two unrelated classes are never named alike."""
+    twice = {name: where for name, where in public_classes(_modules()).items() if len(where) > 1}
+    assert not twice, twice
+    planted = SRC / "viz" / "attention_view.py"
+    assert public_classes([planted, planted])["ExplainedInput"] == ["viz/attention_view.py"] * 2  # the check sees a second one

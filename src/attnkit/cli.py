@@ -59,7 +59,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     return next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
 
 
-class Parser(argparse.ArgumentParser):
+class CommandParser(argparse.ArgumentParser):
     """argparse with the house error format: one line `attnkit: error: ...`, exit status 2, and "did you
     mean" for a mistyped choice (a command, a subcommand, a `--dtype`) or an unknown option."""
 
@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     from attnkit.families import FAMILIES
 
     examples = "examples:\n" + "".join(f"  {command}\n      {what}\n" for command, what in EXAMPLES)
-    parser = Parser(prog="attnkit", usage="attnkit [-h] [--version] [-v] COMMAND ...", epilog=examples)
+    parser = CommandParser(prog="attnkit", usage="attnkit [-h] [--version] [-v] COMMAND ...", epilog=examples)
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS, prog="attnkit")

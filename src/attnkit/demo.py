@@ -30,5 +30,17 @@ def run_demo(steps: int | None, minutes: float, data_dir: str | None, out: str) 
             shutil.rmtree(out_dir)
     with TrainProgress(run) as progress:
         train(run, out_dir, on_event=progress.event)
-    DEMO.showcase(load_run(out_dir), data, out_dir)
+    DEMO.showcase(load_run(out_dir), data, out_dir, lambda lines, beam: _report(out_dir, lines, beam))
     return 0
+
+
+def _report(run_dir: Path, lines: list[str], beam: int) -> Path:
+    """The demo's report page of `lines` at `beam`, through the one road (`sources.page`), with the training curves."""
+    from attnkit.sources import AttentionOptions, open_source
+    from attnkit.sources.page import page_records
+    from attnkit.viz.report import write_report
+
+    source = open_source(run_dir)
+    script, style = source.renderer()
+    return write_report(page_records(source, lines, AttentionOptions(beam=beam)), run_dir / "report.html",
+                        title=f"attnkit demo: {len(lines)} test sentences", renderer=script, curves=source.curves(), style=style)  # fmt: skip

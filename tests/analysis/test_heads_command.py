@@ -9,7 +9,9 @@ import yaml
 
 from attnkit.cli import main
 from attnkit.families import load_run
-from attnkit.families.protocol import ExploreOptions
+from attnkit.sources import AttentionOptions
+from attnkit.sources.record import explain_inputs
+from attnkit.sources.source import RunSource
 
 
 def test_heads_writes_json_and_a_grid_per_self_attention_kind(tiny_transformer_run, tmp_path, capsys):
@@ -56,8 +58,8 @@ def test_heads_selects_maps_by_kind_not_by_shape(tiny_transformer_run, tmp_path,
     (run / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     lines = ["t1 t2 t3", "t4 t5 t6", "t7 t8 t9"]
     loaded = load_run(run)
-    for views in loaded.family.views(loaded, lines, ExploreOptions(loaded.run.decode.with_overrides(beam=1, nbest=1))):
-        shapes = {v.kind: tuple(v.layers[0].shape) for v in views}
+    for record in explain_inputs(RunSource(loaded), lines, AttentionOptions(beam=1, nbest=1)):
+        shapes = {v.kind: tuple(v.layers[0].shape) for v in record.views}
         assert shapes["cross"] == shapes["encoder"] == shapes["decoder_self"]  # (H, S, S): one shape for the three kinds
     src = tmp_path / "src.txt"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -14,7 +14,8 @@ from attnkit.cli import main
 from attnkit.errors import AttnkitError
 from attnkit.families import FAMILIES, load_run
 from attnkit.families.classification.infer import classify_texts
-from attnkit.families.translation.explore import explore, explore_decode, record
+from attnkit.families.translation.api import result as served
+from attnkit.families.translation.explore import explore, explore_decode
 from attnkit.serve.app import Limits, create_app, load_models
 
 
@@ -34,7 +35,7 @@ def test_translate_returns_the_explained_records(client, loaded):
     assert response.status_code == 200
     body = response.json()
     assert body["model"] == "tiny"  # the first translation model is the default
-    expected = [record(e) for e in explore(loaded["tiny"], ["t1 t2 t3", "t4 t5"], explore_decode(loaded["tiny"].run.decode, beam=2))]
+    expected = [served(e) for e in explore(loaded["tiny"], ["t1 t2 t3", "t4 t5"], explore_decode(loaded["tiny"].run.decode, beam=2))]
     for got, want in zip(body["results"], expected):
         assert got["text"] == want["text"] and got["nbest"] == want["nbest"] and got["src"] == want["src"]
         assert got["maps"]["cross"]["rows"] == want["maps"]["cross"]["rows"]

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from attnkit.families import load_run
-from attnkit.families.translation.explore import explore, explore_decode, record
+from attnkit.families.translation.api import result as served
+from attnkit.families.translation.explore import explore, explore_decode
 from attnkit.serve.app import Batching, Limits, create_app
 from attnkit.serve.batcher import DynamicBatcher
 
@@ -32,7 +33,7 @@ def test_concurrent_requests_are_batched_and_batch_invariant(live_server, http):
 
     loaded = live_server.app.state.models["tiny"].loaded
     settings = explore_decode(loaded.run.decode, beam=2)
-    alone = [record(e) for text in TEXTS for e in explore(loaded, [text], settings)]  # each text as its own batch
+    alone = [served(e) for text in TEXTS for e in explore(loaded, [text], settings)]  # each text as its own batch
     before = http.get("/v1/models").json()[0]["batching"]
     with ThreadPoolExecutor(len(TEXTS)) as pool:
         together = list(pool.map(ask, TEXTS))
@@ -121,7 +122,7 @@ def test_two_batch_workers_answer_each_request_as_alone(tiny_transformer_run, se
         answers = list(pool.map(lambda text: http.post("/v1/translate", json={"texts": [text], "beam": 2}).json()["results"][0], TEXTS))
         info = http.get("/v1/models").json()[0]["batching"]
     server.stop()
-    alone = [record(e) for text in TEXTS for e in explore(loaded, [text], explore_decode(loaded.run.decode, beam=2), maps=False)]
+    alone = [served(e) for text in TEXTS for e in explore(loaded, [text], explore_decode(loaded.run.decode, beam=2), maps=False)]
     assert [a["text"] for a in answers] == [a["text"] for a in alone] and [a["source"] for a in answers] == TEXTS
     assert info["workers"] == 2 and info["texts"] == len(TEXTS) and info["largest"] <= 2
     assert not [t for t in threading.enumerate() if t.name.startswith("attnkit-batcher-pair-")]  # the app's shutdown closed both

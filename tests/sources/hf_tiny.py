@@ -46,6 +46,7 @@ BERTISH = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4, 
 # name -> (config class, its arguments, model class, tokenizer template)
 SPECS = {
     "bert": ("BertConfig", {**TINY, **BERTISH, "num_labels": 3}, "BertForSequenceClassification", "bert"),
+    "bert-mlm": ("BertConfig", {**TINY, **BERTISH}, "BertForMaskedLM", "bert"),
     "roberta": ("RobertaConfig", {**TINY, **BERTISH, "max_position_embeddings": 40}, "RobertaModel", "bert"),
     "distilbert": (
         "DistilBertConfig",

@@ -248,7 +248,7 @@ def test_the_abnar_zuidema_benchmark_on_the_bert_classifier(sharp_bert, tmp_path
 
 
 def test_removals_are_predicted_once_each_in_batches_of_a_bounded_size():
-    from attnkit.sources.explained import batched
+    from attnkit.sources.scored import batched
 
     shapes = []
 

@@ -1,4 +1,4 @@
-"""`explain_hf(removal="delete")`: a removed token is gone from the input, as if the text never had it."""
+"""`scored_hf(removal="delete")`: a removed token is gone from the input, as if the text never had it."""
 
 import pytest
 import torch
@@ -7,12 +7,13 @@ pytest.importorskip("transformers")
 
 
 def test_deleted_tokens_give_the_text_without_them(hf_folder):
-    from attnkit.sources.hf.explained import explain_hf
     from attnkit.sources.hf.load import load
+    from attnkit.sources.hf.scored import scored_hf
+    from attnkit.sources.source import HfSource
 
     hf = load(str(hf_folder("bert")))
     text = "the dog sat on the mat ."
-    e = explain_hf(hf, text, removal="delete")
+    e = scored_hf(HfSource(hf), text, removal="delete")
     assert e.tokens == text.split()
     keep = torch.tensor([[True, False, True, True, False, True, True], [False] * 7, [True] * 7])  # (3, T): two lengths and a full batch
     shorter = ["the sat on mat .", "", text]

@@ -10,7 +10,9 @@ import torch
 from attnkit.analysis.rollout import cross_rollout
 from attnkit.cli import main
 from attnkit.families import load_run
-from attnkit.families.protocol import ExploreOptions
+from attnkit.sources import AttentionOptions
+from attnkit.sources.record import explain_inputs
+from attnkit.sources.source import RunSource
 
 
 def test_a_translation_run_writes_its_views(tiny_transformer_run, tmp_path, capsys):
@@ -20,7 +22,7 @@ def test_a_translation_run_writes_its_views(tiny_transformer_run, tmp_path, caps
     assert summary["kinds"] == {"encoder": 2, "decoder_self": 2, "cross": 2}
     z = np.load(out)
     loaded = load_run(tiny_transformer_run)
-    views = loaded.family.views(loaded, ["t1 t2 t3"], ExploreOptions(loaded.run.decode.with_overrides(nbest=1)))[0]
+    views = [v for v in explain_inputs(RunSource(loaded), ["t1 t2 t3"], AttentionOptions(nbest=1))[0].views if v.role != "summary"]
     for view in views:
         assert list(z[f"{view.kind}/queries"]) == view.rows and list(z[f"{view.kind}/keys"]) == view.cols
         for l, w in enumerate(view.layers, 1):

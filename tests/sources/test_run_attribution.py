@@ -18,12 +18,14 @@ from attnkit.analysis.correlation import kendall_tau
 from attnkit.cli import main
 from attnkit.data.batching import collate
 from attnkit.families import load_run
-from attnkit.families.protocol import ExploreOptions
 from attnkit.families.translation.attribute import source_embeddings, token_score
 from attnkit.families.translation.translate import translate
 from attnkit.sources import AttentionOptions, export_attention, open_source
 from attnkit.sources.collect import Collector
-from attnkit.sources.page import MemoryWriter, page_record
+from attnkit.sources.page import page_record
+from attnkit.sources.record import explain_inputs
+from attnkit.sources.scored import Discard
+from attnkit.sources.source import RunSource
 
 pytest.importorskip("captum")
 TEXT = "t1 t2 t3 t4"
@@ -31,7 +33,7 @@ TEXT = "t1 t2 t3 t4"
 
 def _shown(loaded, text: str):
     """The explorer's views of `text` (the cross view's rows are the output tokens)."""
-    return {v.kind: v for v in loaded.family.views(loaded, [text], ExploreOptions(loaded.run.decode.with_overrides(nbest=1)))[0]}
+    return {v.kind: v for v in explain_inputs(RunSource(loaded), [text], AttentionOptions(nbest=1))[0].views}
 
 
 @pytest.mark.slow
@@ -121,8 +123,7 @@ def test_a_run_refuses_an_output_past_its_end_and_words_in_one_line(tiny_transfo
 
 def test_an_output_of_every_query_row_is_compared_with_their_mean():
     """A classifier's hops (one output read by every hop): the compared row is the hops' mean."""
-    writer = MemoryWriter("hops", quantize=False)
-    collector = Collector(writer, output=("hops", None))
+    collector = Collector(Discard(), output=("hops", None))
     hops = torch.tensor([[[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]]])  # (1, R, n)
     collector("hops", hops)
     collector.finish()

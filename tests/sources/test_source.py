@@ -14,8 +14,9 @@ from hf_tiny import TEXT
 from attnkit.artifacts.hf import check_folder, resolve
 from attnkit.errors import AttnkitError
 from attnkit.sources import AttentionOptions, Source, export_attention, is_run, open_source
-from attnkit.sources.npz import npz_writer
-from attnkit.sources.page import MemoryWriter, page_record
+from attnkit.sources.npz import npz_writer, write_record
+from attnkit.sources.page import page_record
+from attnkit.sources.record import explain_inputs
 from attnkit.sources.source import HfSource, RunSource
 
 
@@ -25,27 +26,28 @@ def _sources(tiny_transformer_run, hf_folder) -> dict[str, Source]:
 
 def test_each_source_says_what_it_is_and_how_pages_name_it(tiny_transformer_run, hf_folder):
     run, hf = _sources(tiny_transformer_run, hf_folder).values()
-    assert isinstance(run, RunSource) and run.kind == "run" and run.name == tiny_transformer_run.name
-    assert isinstance(hf, HfSource) and hf.kind == "hf" and hf.name == str(hf_folder("bert"))
+    assert isinstance(run, RunSource) and run.origin == "run" and run.name == tiny_transformer_run.name
+    assert isinstance(hf, HfSource) and hf.origin == "hf" and hf.name == str(hf_folder("bert"))
     assert is_run(tiny_transformer_run) and not is_run(hf_folder("bert"))
     assert run.loaded.folder == tiny_transformer_run and hf.hf.arch == "encoder"
     for source in (run, hf):  # what the protocol asks, and nothing by type
-        assert all(callable(getattr(source, m)) for m in ("write", "check_explained", "explain", "files"))
+        assert all(callable(getattr(source, m)) for m in ("read", "check_scored", "scored_outputs", "renderer", "curves", "files"))
 
 
 @pytest.mark.parametrize("which, text", [("run", "t1 t2 t3"), ("hf", TEXT)])
-def test_write_gives_the_npz_and_the_page_the_same_maps(which, text, tiny_transformer_run, hf_folder, tmp_path):
+def test_one_record_gives_the_npz_and_the_page_the_same_maps(which, text, tiny_transformer_run, hf_folder, tmp_path):
     source = _sources(tiny_transformer_run, hf_folder)[which]
-    writer = MemoryWriter(source.name, quantize=False)
-    summary = source.write(text, writer, AttentionOptions())
+    (record,) = explain_inputs(source, [text])
+    kinds = {v.kind: len(v.layers) for v in record.views if v.role != "summary"}
     npz = export_attention(str(tiny_transformer_run if which == "run" else hf_folder("bert")), text, tmp_path / "a.npz", AttentionOptions())
-    assert npz["kinds"] == summary["kinds"] and npz["out"] == str(tmp_path / "a.npz")
+    assert npz["kinds"] == kinds and npz["out"] == str(tmp_path / "a.npz") and npz["summaries"] == ["rollout", *(["rollout_encoder"] if which == "run" else [])]
     z = np.load(tmp_path / "a.npz")
-    for kind, layers in summary["kinds"].items():
-        for layer in range(1, layers + 1):
-            np.testing.assert_allclose(z[f"{kind}/layer{layer}"], writer.arrays[f"{kind}/layer{layer}"], atol=1e-6)
-    record = page_record(source, text)
-    assert record["model"] == source.name and set(record["maps"]) >= set(summary["kinds"])
+    for view in record.views:
+        for layer, weights in enumerate(view.layers, 1):
+            name = view.kind if view.role == "summary" else f"{view.kind}/layer{layer}"
+            np.testing.assert_allclose(z[name], weights[0].numpy() if view.role == "summary" else weights.numpy(), atol=1e-6)
+    page = page_record(source, text)
+    assert page["model"] == source.name and list(page["maps"]) == [v.kind for v in record.views]
 
 
 def test_files_are_what_makes_the_model(tiny_transformer_run, hf_folder):
@@ -56,15 +58,15 @@ def test_files_are_what_makes_the_model(tiny_transformer_run, hf_folder):
 
 def test_faithfulness_asks_the_source(tiny_transformer_run, tiny_rnn_run, hf_folder):
     run, hf = _sources(tiny_transformer_run, hf_folder).values()
-    run.check_explained()
-    (explained,) = hf.explain(TEXT, flow=False, truncate=False)
-    assert explained.label.startswith("class ") and 0.0 < explained.p <= 1.0
-    assert len(run.explain("t1 t2", flow=False, truncate=False)) >= 1
+    run.check_scored()
+    (scored,) = hf.scored_outputs(TEXT, flow=False, truncate=False)
+    assert scored.label.startswith("class ") and 0.0 < scored.p <= 1.0
+    assert len(run.scored_outputs("t1 t2", flow=False, truncate=False)) >= 1
     with pytest.raises(AttnkitError, match="no sequence-classification head"):
-        open_source(str(hf_folder("roberta"))).check_explained()
+        open_source(str(hf_folder("roberta"))).check_scored()
 
 
-def test_serve_lists_each_source_by_its_kind(tiny_transformer_run, hf_folder):
+def test_serve_lists_each_source_by_its_origin(tiny_transformer_run, hf_folder):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
@@ -93,6 +95,6 @@ def test_one_check_for_the_explorer_and_the_marian_import(hf_folder, tmp_path, c
     assert lines[0] == lines[1] and "needs its own code" in lines[0] and "trust_remote_code" in lines[0]
     with pytest.raises(AttnkitError, match="is a file"):
         resolve(str(folder / "config.json"))
-    with npz_writer(tmp_path / "b.npz") as writer:  # the same source writes through any NpzWriter
-        open_source(str(hf_folder("bert"))).write(TEXT, writer, AttentionOptions())
-    assert "encoder/layer1" in np.load(tmp_path / "b.npz")
+    with npz_writer(tmp_path / "b.npz") as writer:  # a record kept in memory writes the same npz
+        write_record(writer, explain_inputs(open_source(str(hf_folder("bert"))), [TEXT])[0])
+    assert {"encoder/layer1", "encoder/queries", "rollout", "tokens"} <= set(np.load(tmp_path / "b.npz"))

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from attnkit.families import load_run
-from attnkit.families.translation.explore import Explored, explore, explore_decode, merge_matrix, merge_words, record, word_groups
+from attnkit.families.translation.api import result as served
+from attnkit.families.translation.explore import ExploredTranslation, explore, explore_decode, merge_matrix, merge_words, word_groups
 from attnkit.families.translation.translate import Translation
 from attnkit.viz.attention_view import AttentionView
 
@@ -44,10 +45,10 @@ def test_merge_words_in_an_explanation():
     src, tgt = ["\u2581a", "b", "\u2581c", "</s>"], ["\u2581x", "y", "</s>"]
     cross = torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])  # (T, S)
     best = Translation("xy", -1.0, -1.0, True, src, tgt, cross)
-    e = merge_words(Explored(0, "ab c", [best], [AttentionView("cross", tgt, src, [cross[None]], "cross", ("source", "output"))]))
+    e = merge_words(ExploredTranslation(0, "ab c", [best], [AttentionView("cross", tgt, src, [cross[None]], "cross", ("source", "output"))]))
     assert (e.nbest[0].src_pieces, e.nbest[0].tgt_pieces) == (["ab", "c", "</s>"], ["xy", "</s>"])
     torch.testing.assert_close(e.nbest[0].attention, torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]))
-    assert record(e)["maps"]["cross"] == {"title": "cross", "role": "input", "rows": ["xy", "</s>"], "cols": ["ab", "c", "</s>"],
+    assert served(e)["maps"]["cross"] == {"title": "cross", "role": "input", "rows": ["xy", "</s>"], "cols": ["ab", "c", "</s>"],
                                           "layers": [[[[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]]]}  # fmt: skip
 
 

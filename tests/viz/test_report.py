@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
 
+import numpy as np
 import pytest
 
 from attnkit.cli import main
 from attnkit.families import run_family
 from attnkit.viz.curves import run_curves
 from attnkit.viz.export import read_attention_jsonl
+
+
+def weights(entry: dict, layer: int, head: int) -> np.ndarray:
+    """One map of a page's `maps` entry held as bytes (`viz.weights`): (Tq, Tk) float."""
+    data = np.frombuffer(base64.b64decode(entry["data"][layer][head]), np.uint8).astype(np.float64)
+    return (data / 255 * entry["scale"][layer][head]).reshape(len(entry["rows"]), len(entry["cols"]))
+
 
 DATA = re.compile(r'<script type="application/json" id="attention-data">(.*?)</script>', re.S)
 
@@ -28,14 +37,17 @@ def test_report_is_self_contained_and_embeds_the_exported_records(tiny_transform
     (data,) = DATA.findall(html)
     records = json.loads(data)
     assert [r["source"] for r in records] == ["t1 t2 t3", "t4 </script> t5"]
-    # The same records `attnkit translate --attention` writes, with text, n-best and maps added.
+    # The records `attnkit translate --attention` writes, with text, n-best and maps added; the cross attention once, in `maps`.
     assert main(["translate", str(tiny_transformer_run), "--input", str(src), "--beam", "2", "--attention", str(tmp_path / "a.jsonl")]) == 0
     for exported, embedded in zip(read_attention_jsonl(tmp_path / "a.jsonl"), records):
-        assert {k: embedded[k] for k in exported} == exported
+        assert {k: embedded[k] for k in exported if k != "attention"} == {k: v for k, v in exported.items() if k != "attention"}
+        assert "attention" not in embedded and embedded["schema"] == 2
         assert len(embedded["nbest"]) == 2 and embedded["text"] == embedded["nbest"][0]["text"]
-        assert set(embedded["maps"]) == {"encoder", "decoder_self", "cross"}
-        layers = embedded["maps"]["cross"]["layers"]
-        assert len(layers) == 2 and len(layers[0]) == 2 and len(layers[0][0]) == len(embedded["tgt"])
+        assert set(embedded["maps"]) == {"encoder", "decoder_self", "cross", "rollout", "rollout_encoder"}
+        cross = embedded["maps"]["cross"]
+        assert len(cross["data"]) == 2 and len(cross["data"][0]) == 2 and len(cross["rows"]) == len(embedded["tgt"])  # (L, H) maps as bytes
+        last = weights(cross, 1, 0)  # (T, S): layer 2, head 1
+        assert last.shape == (len(embedded["tgt"]), len(embedded["src"])) and np.allclose(last.sum(-1), 1.0, atol=len(embedded["src"]) / 255)
 
 
 def test_report_of_a_sentence_classifier_embeds_labels_and_hops(tiny_sase_run, tmp_path):
@@ -47,8 +59,9 @@ def test_report_of_a_sentence_classifier_embeds_labels_and_hops(tiny_sase_run, t
     assert sum(record["probs"].values()) == pytest.approx(1.0)
     hops = record["maps"]["hops"]
     assert hops["cols"] == ["t1", "t2", "t3"] and hops["rows"] == ["hop 1", "hop 2"] and (hops["title"], hops["role"]) == ("attention hops", "readout")
-    ((a,),) = hops["layers"]  # (L, H) = (1, 1) maps of (R, n)
-    assert len(a) == 2 and all(sum(hop) == pytest.approx(1.0, abs=1e-3) for hop in a)  # r = 2 hops, rounded to 4 decimals
+    assert len(hops["data"]) == 1 and len(hops["data"][0]) == 1  # (L, H) = (1, 1) maps of (R, n)
+    a = weights(hops, 0, 0)
+    assert a.shape == (2, 3) and np.allclose(a.sum(-1), 1.0, atol=3 / 255)  # r = 2 hops, each a distribution (bytes: within 1/255 a weight)
 
 
 CURVES = re.compile(r'<script type="application/json" id="curves-data">(.*?)</script>', re.S)

@@ -3,7 +3,7 @@
 An explanation method gives each of the T input tokens a score; the tokens ranked by score (highest
 first, ties by position) are removed in that order. `predict` says how likely the explained output y
 (the predicted class, or an output token) stays: keep (N, T) bool -> p(y | x with the tokens where
-keep is False removed) (N,). How a token is removed is the source's choice (`attnkit.sources.explained`
+keep is False removed) (N,). How a token is removed is the source's choice (`attnkit.sources.scored`
 says which and why); these functions only choose which tokens.
 
 ERASER (DeYoung et al. 2020, sec. 4.2; their scorer, `rationale_benchmark/metrics.py`,
@@ -141,7 +141,7 @@ def ferret_aopc(predict: Predict, scores: Tensor, p: float, fractions: Sequence[
     Where this differs from `faithfulness`: a bin takes k = floor(d T) tokens (none: the bin is skipped); of the top
     k only those scored above 0 form the rationale (none: skipped); a rationale equal to the previous bin's is
     skipped; the AOPC is the mean over the bins left, and with none left comprehensiveness is 0 and sufficiency 1.
-    How tokens are removed stays the `predict`'s choice (ferret deletes them: `sources.hf.explained.deleted_predict`).
+    How tokens are removed stays the `predict`'s choice (ferret deletes them: `sources.hf.scored.deleted_predict`).
     """
     order = ranking(scores)  # (T,)
     n = order.numel()

@@ -2,8 +2,8 @@
 Transformer run needs (`sources.importance`); `attnkit faithfulness`: is attention an explanation, over
 a data set (docs/analysis.md).
 
-Generic over families: it asks the run's family for its attention views (as `plot` does) and
-keeps those of the self-attention kinds (`SELF_ATTENTION`: a translation's or parser's `encoder`
+Generic over families: it reads the run's records (`sources.record.explain_inputs`, as `plot` does) and
+keeps the views of the self-attention kinds (`SELF_ATTENTION`: a translation's or parser's `encoder`
 and `decoder_self`), one `HeadStats` per kind. It selects by kind, never by shape: cross attention
 is square whenever the output is as long as the input, and a classifier's `hops` whenever the text
 has r words, yet neither has positions to compare.
@@ -25,16 +25,18 @@ SELF_ATTENTION = ("encoder", "decoder_self", "self")  # the kinds whose queries 
 def head_statistics_of_run(loaded, lines: list[str], separators: list[str], beam: int = 1) -> dict:
     """Head statistics of each self-attention kind of `loaded`'s outputs for `lines`: kind -> HeadStats."""
     from attnkit.analysis.heads import HeadStats
-    from attnkit.families.protocol import ExploreOptions
     from attnkit.progress import counter
+    from attnkit.sources import AttentionOptions
+    from attnkit.sources.record import explain_inputs
+    from attnkit.sources.source import RunSource
 
-    options = ExploreOptions(loaded.run.decode.with_overrides(beam=beam, nbest=1))
+    options = AttentionOptions(beam=beam, nbest=1)
     stats: dict[str, HeadStats] = {}
-    step = options.decode.batch_size  # the views of one batch at a time, so that the bar moves
+    step = loaded.run.decode.batch_size  # the records of one batch at a time, so that the bar moves
     with counter(len(lines), "heads", unit="sent") as bar:
         for start in range(0, len(lines), step):
-            for views in loaded.family.views(loaded, lines[start : start + step], options):
-                for view in views:
+            for record in explain_inputs(RunSource(loaded), lines[start : start + step], options):
+                for view in record.views:
                     if view.kind not in SELF_ATTENTION:
                         continue
                     if view.kind not in stats:

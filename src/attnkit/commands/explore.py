@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, example, non_negative_float, non_negative_int, port, positive_int, read_input
+from attnkit.config.args import add_checkpoint, add_dtype, example, non_negative_float, non_negative_int, port, positive_int, read_input
 from attnkit.errors import AttnkitError
 
 
@@ -29,66 +29,48 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explore_inputs(args: argparse.Namespace):
-    """The run, the lines (TEXT, --input or stdin) and the options of `plot`/`report`."""
-    from attnkit.families import load_run
-    from attnkit.families.protocol import ExploreOptions
-
+def _lines(args: argparse.Namespace) -> list[str | None]:
+    """The inputs of `plot`/`report`: TEXT (or --image alone), --input or stdin."""
     if args.text is not None and args.input:
         raise AttnkitError("give a sentence or --input FILE, not both")
-    lines = [args.text] if args.text is not None else read_input(args.input)
-    loaded = load_run(args.run, args.checkpoint, dtype=DTYPES[args.dtype])
-    decode = loaded.run.decode.with_overrides(beam=args.beam, alpha=args.alpha)
-    decode = decode.with_overrides(nbest=args.nbest or decode.beam)
-    return loaded, lines, ExploreOptions(decode, words=args.words)
+    return [args.text] if args.text is not None or args.image is not None else read_input(args.input)
 
 
-def _source_options(args: argparse.Namespace):
-    """The `AttentionOptions` of `plot`/`report` for a Hugging Face model (run-only options refused)."""
+def _options(args: argparse.Namespace):
+    """The `AttentionOptions` of `plot`/`report`, for any source: each refuses, in one line, what it cannot take."""
     from attnkit.sources import AttentionOptions
 
-    for name in ("beam", "alpha", "nbest"):
-        if getattr(args, name, None) is not None:
-            raise AttnkitError(f"{args.run}: --{name} is for attnkit runs (they decode); a Hugging Face model reads --target")
     return AttentionOptions(target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow,
-                            attribute=tuple(getattr(args, "attribute", None) or ()), output=getattr(args, "attribute_target", None))  # fmt: skip
+                            attribute=tuple(getattr(args, "attribute", None) or ()), output=getattr(args, "attribute_target", None),
+                            checkpoint=args.checkpoint, beam=args.beam, alpha=args.alpha, nbest=args.nbest)  # fmt: skip
 
 
-def _check_run_options(args: argparse.Namespace) -> None:
-    own = ("view",) if args.func is cmd_plot else ("attribute", "attribute_target")  # what a run takes too
-    for name in ("target", "image", "view", "attribute", "attribute_target"):
-        if getattr(args, name, None) is not None and name not in own:
-            raise AttnkitError(f"{args.run}: --{name.replace('_', '-')} is for Hugging Face models")
-    if args.truncate or args.flow:
-        raise AttnkitError(f"{args.run}: --{'truncate' if args.truncate else 'flow'} is for Hugging Face models")
+def _plot_view(args: argparse.Namespace, source) -> int:
+    """`plot SOURCE TEXT --view ...` (or --out FILE.png|.svg): one picture of one kind's maps of one input."""
+    import numpy as np
 
-
-def _plot_view(args: argparse.Namespace) -> int:
-    """`plot SOURCE TEXT --view ...`: one picture of one kind's maps, from a run or a Hugging Face model."""
-    from attnkit.sources import AttentionOptions, is_run, open_source
-    from attnkit.sources.page import attention_kinds, collect, float_maps
+    from attnkit.sources.record import explain_inputs
+    from attnkit.sources.store import FloatStore
     from attnkit.viz.views import plot_view
 
     if args.text is None and args.image is None:
         raise AttnkitError("plot --view draws one input: give TEXT (or --image)")
-    run = is_run(args.run)
-    options = AttentionOptions(words=args.words, checkpoint=args.checkpoint, flow=args.flow) if run else _source_options(args)
-    loaded = open_source(args.run, args.checkpoint)
-    arrays, summary = collect(loaded, args.text, options, args.max_cells, quantize=False)
-    maps = float_maps(arrays, summary["kinds"], attention_kinds(loaded))
+    (record,) = explain_inputs(source, [args.text], _options(args), lambda: FloatStore(source.name, args.max_cells))
+    maps = {v.kind: v for v in record.views}
     kind = args.kind or next(k for k in ("cross", *maps) if k in maps)
     if kind not in maps:
         raise AttnkitError(f"--kind {kind}: this model has {', '.join(maps)}")
-    m = maps[kind]
-    title = f"{loaded.name}: {kind}"
-    path = plot_view(args.view or "heatmap", m["layers"], m["rows"], m["cols"], args.out, args.layer, args.head, title, args.top_k)
+    v = maps[kind]
+    layers = np.stack([w.numpy() for w in v.layers])  # (L, H, Tq, Tk)
+    path = plot_view(args.view or "heatmap", layers, v.rows, v.cols, args.out, args.layer, args.head, f"{source.name}: {kind}", args.top_k)
     print(f"wrote {path}")
     return 0
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from attnkit.commands.curves import plot_metrics
-    from attnkit.sources import is_run
+    from attnkit.sources import open_source
+    from attnkit.sources.record import explain_inputs
     from attnkit.viz.plot import plot_maps
 
     if args.metrics:
@@ -98,63 +80,27 @@ def cmd_plot(args: argparse.Namespace) -> int:
     args.text = args.text[0] if args.text else None
     if args.out is None:
         raise AttnkitError("plot: give --out (a folder for the heatmaps; with --view a .png or .svg file)")
-    if args.view is not None or not is_run(args.run):
-        return _plot_view(args)
-    _check_run_options(args)
-    loaded, lines, options = _explore_inputs(args)
-    files = plot_maps(loaded.family.views(loaded, lines, options), args.out)
+    lines = _lines(args)
+    source = open_source(args.run, args.checkpoint, args.dtype)
+    if args.view is not None or Path(args.out).suffix.lower() in (".png", ".svg"):
+        return _plot_view(args, source)
+    records = explain_inputs(source, lines, _options(args))
+    files = plot_maps([[v for v in r.views if v.role != "summary"] for r in records], args.out)
     print(f"wrote {len(files)} heatmaps to {args.out}")
     return 0
 
 
-def _report_source(args: argparse.Namespace) -> int:
-    """`report` of a Hugging Face model: one record per input line, through `sources.page`."""
-    from attnkit.sources import open_source
-    from attnkit.sources.page import page_record
-    from attnkit.viz.report import write_report
-
-    if args.text is not None and args.input:
-        raise AttnkitError("give a sentence or --input FILE, not both")
-    options = _source_options(args)
-    lines = [args.text] if args.text is not None or args.image is not None else read_input(args.input)
-    loaded = open_source(args.run)
-    records = [dict(page_record(loaded, line, options, args.max_cells), id=i) for i, line in enumerate(lines)]
-    write_report(records, args.out, title=f"attnkit report: {loaded.name}")
-    print(f"wrote {args.out}")
-    return 0
-
-
-def _run_attribution(loaded, line: str, options, args: argparse.Namespace) -> dict:
-    """The page's `attribution` of one line of a run (`sources.page`), scored on the output the report shows
-    (the run decoded with the report's --beam and --alpha)."""
-    from dataclasses import replace
-
-    from attnkit.sources import AttentionOptions
-    from attnkit.sources.page import build_attribution, collect
-    from attnkit.sources.source import RunSource
-
-    if args.words:
-        raise AttnkitError(f"{args.run}: --attribute scores an attnkit run's pieces; leave out --words")
-    shown = replace(loaded, run=loaded.run.model_copy(update={"decode": options.decode}))
-    arrays, _ = collect(RunSource(shown), line, AttentionOptions(attribute=tuple(args.attribute), output=args.attribute_target), args.max_cells)
-    return build_attribution(arrays)
-
-
 def cmd_report(args: argparse.Namespace) -> int:
-    from attnkit.sources import is_run
-    from attnkit.viz.curves import run_curves
+    from attnkit.sources import open_source
+    from attnkit.sources.page import page_records
     from attnkit.viz.report import write_report
 
-    if not is_run(args.run):
-        return _report_source(args)
-    _check_run_options(args)
-    loaded, lines, options = _explore_inputs(args)
-    curves = run_curves(args.run, loaded.family.run_schema.METRICS, missing_ok=True)  # a corrupt line: before any decoding
-    records = loaded.family.records(loaded, lines, options)
-    if args.attribute:
-        records = [dict(r, attribution=_run_attribution(loaded, line, options, args)) for r, line in zip(records, lines)]
-    write_report(records, args.out, title=f"attnkit report: {Path(args.run).name}", renderer=loaded.family.api.renderer_script(),
-                 curves=[curves.to_json()] if curves else [], style=loaded.family.api.renderer_css())  # fmt: skip
+    lines = _lines(args)
+    source = open_source(args.run, args.checkpoint, args.dtype)
+    curves = source.curves()  # a corrupt line: before any decoding
+    records = page_records(source, lines, _options(args), args.max_cells)
+    script, style = source.renderer()
+    write_report(records, args.out, title=f"attnkit report: {source.name}", renderer=script, curves=curves, style=style)
     print(f"wrote {args.out}")
     return 0
 
@@ -201,7 +147,7 @@ def _add_engine(p: argparse.ArgumentParser, families: dict) -> None:
 
 def _add_source_arguments(p: argparse.ArgumentParser) -> None:
     from attnkit.sources.options import FLOW_HELP, FLOWS
-    from attnkit.sources.page import MAX_CELLS
+    from attnkit.sources.store import MAX_CELLS
 
     p.add_argument("--target", help="Hugging Face encoder-decoder models: the target to attend over (default: the model's greedy output)")
     p.add_argument("--image", help="Hugging Face vision models: the image file")
@@ -264,7 +210,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_serve(sub: argparse._SubParsersAction) -> None:
-    from attnkit.sources.page import MAX_CELLS
+    from attnkit.sources.store import MAX_CELLS
 
     p = sub.add_parser(
         "serve",

@@ -1,6 +1,6 @@
 """Model sections that more than one family builds: the Transformer (translation, parsing).
 
-A family's config names `Transformer` as (one of) its `model` sections, and `build_transformer`
+A family's config names `TransformerConfig` as (one of) its `model` sections, and `build_transformer`
 makes the `attnkit.models.transformer.Transformer` it describes.
 """
 
@@ -14,7 +14,7 @@ from attnkit.config.schema import Strict
 from attnkit.models.transformer import Transformer as TransformerModel
 
 
-class Transformer(Strict):
+class TransformerConfig(Strict):
     """Vaswani et al. (2017) encoder-decoder; defaults are the paper's base model."""
 
     kind: Literal["transformer"] = "transformer"
@@ -42,14 +42,14 @@ class Transformer(Strict):
         return self.d_model
 
     @model_validator(mode="after")
-    def _heads(self) -> Transformer:
+    def _heads(self) -> TransformerConfig:
         if (self.d_k is None or self.d_v is None) and self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}), or set d_k and d_v")
         return self
 
 
 def build_transformer(
-    cfg: Transformer, *, src_vocab_size: int, tgt_vocab_size: int, joint: bool, model_class: type[TransformerModel] = TransformerModel, **extra: Any
+    cfg: TransformerConfig, *, src_vocab_size: int, tgt_vocab_size: int, joint: bool, model_class: type[TransformerModel] = TransformerModel, **extra: Any
 ) -> TransformerModel:
     """The Transformer of `cfg` for the given vocabulary sizes (`joint`: one vocabulary for both sides).
 

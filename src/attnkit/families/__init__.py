@@ -29,7 +29,7 @@ FAMILIES: dict[str, Family] = {
 }
 DEMO = translation.demo  # what `attnkit demo` trains and shows
 
-KINDS: dict[str, Family] = {kind: family for family in FAMILIES.values() for kind in family.kinds}
+MODEL_KINDS: dict[str, Family] = {kind: family for family in FAMILIES.values() for kind in family.kinds}
 
 
 def presets() -> dict[str, Path]:
@@ -51,12 +51,12 @@ def presets() -> dict[str, Path]:
 
 def family_of(kind: str) -> Family:
     """The family that builds models of `kind` when a config names no `task` (KeyError if none)."""
-    return KINDS[kind]
+    return MODEL_KINDS[kind]
 
 
 def run_family_of(run: RunBase) -> Family:
     """The family of a validated run: the one its `task` names, else the one of its `model.kind`."""
-    return FAMILIES[run.task] if run.task else KINDS[run.model.kind]
+    return FAMILIES[run.task] if run.task else MODEL_KINDS[run.model.kind]
 
 
 def family_for(tree: dict[str, Any], source: str) -> Family:
@@ -67,9 +67,9 @@ def family_for(tree: dict[str, Any], source: str) -> Family:
             raise ConfigError(f"{source}: task: unknown task {task!r} (known: {', '.join(FAMILIES)})")
         return FAMILIES[task]
     kind = runs.tree_kind(tree)
-    if kind not in KINDS:
-        raise ConfigError(f"{source}: model.kind: unknown model kind {kind!r} (known: {', '.join(repr(k) for k in KINDS)})")
-    return KINDS[kind]
+    if kind not in MODEL_KINDS:
+        raise ConfigError(f"{source}: model.kind: unknown model kind {kind!r} (known: {', '.join(repr(k) for k in MODEL_KINDS)})")
+    return MODEL_KINDS[kind]
 
 
 def validate_run(tree: dict[str, Any], source: str) -> RunBase:

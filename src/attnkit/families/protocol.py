@@ -28,8 +28,7 @@ from attnkit.config.args import DTYPES
 from attnkit.config.own_data import OwnData
 from attnkit.config.schema import Decode, RunBase
 from attnkit.errors import AttnkitError
-from attnkit.viz.attention_view import AttentionKind, AttentionView, Explained
-from attnkit.viz.records import records_json
+from attnkit.viz.attention_view import AttentionKind, ExplainedInput
 
 ATTNKIT = "attnkit"  # `--engine attnkit`: attnkit's own searches (the default)
 
@@ -94,6 +93,14 @@ class ApiRequest(BaseModel):
     model: str | None = Field(None, description="a loaded model's name (GET /v1/models); default: the first of this task")
     texts: list[Text] = texts_field("the inputs, one sentence or document each")
     attention: StrictBool = Field(False, description="also return attention matrices")
+
+
+class AttentionMap(BaseModel):
+    """One kind of attention map in a `POST /v1/...` answer (a record's `maps` entry, weights as floats)."""
+
+    rows: list[str] = Field(description="query tokens")
+    cols: list[str] = Field(description="key tokens")
+    layers: list[list[list[list[float]]]] = Field(description="weights [layer][head][row][col]")
 
 
 @dataclass(frozen=True)
@@ -203,9 +210,9 @@ class Family:
     commands: Callable[[argparse._SubParsersAction, Family], None]  # add the family's CLI verbs
     evaluate_options: Callable[[argparse.ArgumentParser], list[str]]  # add `evaluate` options (add_once); their dests
     evaluate: Callable[[argparse.Namespace, Callable[[], Any]], dict]  # check the options, then load() and score
-    # (loaded, lines, options) -> per line its `Explained` (viz.attention_view): the one record builder of `report`,
-    # `serve`, `show`, `attention` and `plot`; `records` and `views` below are what they take of it
-    explain: Callable[[Any, Sequence[str], ExploreOptions], list[Explained]]
+    # (loaded, lines, options) -> per line its `ExplainedInput` (viz.attention_view): the family's part of the one record
+    # (output, n-best, its fields and views), which a run's `Source` completes (`sources.run`) for every output
+    explain: Callable[[Any, Sequence[str], ExploreOptions], list[ExplainedInput]]
     info: Callable[[Any], dict]  # extra fields of `GET /v1/models`
     # (run, run_dir, data_dir, vocabs): the task encoding the data with another run's vocabularies
     # (`attnkit train --init RUN`); None: the family's runs cannot start from another run's weights
@@ -221,14 +228,6 @@ class Family:
     starter: Starter | None = None  # `attnkit init FAMILY`: a commented config for one's own files
     presets: Path | None = None  # its built-in configs (`attnkit train NAME`): NAME.yaml, and sweeps/NAME.yaml
     attention_kinds: tuple[AttentionKind, ...] = ()  # the kinds of its views, as its pages and plots name them
-
-    def views(self, loaded: Any, lines: Sequence[str], options: ExploreOptions) -> list[list[AttentionView]]:
-        """Per line, its attention views (`attention`, `plot`, the explorer page)."""
-        return [e.views for e in self.explain(loaded, lines, options)]
-
-    def records(self, loaded: Any, lines: Sequence[str], options: ExploreOptions) -> list[dict]:
-        """Per line, its record (`viz.records`: the JSON of `report`)."""
-        return records_json(self.explain(loaded, lines, options))
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
         self.commands(sub, self)

@@ -52,7 +52,7 @@ class AttentionResponse(BaseModel):
 
 class SourceInfo(BaseModel):
     name: str
-    type: str  # "run" or "hf": the source's kind
+    type: str  # "run" or "hf": the source's origin (`Source.origin`)
 
 
 def add_routes(app: FastAPI, sources: dict[str, Source], max_chars: int, max_cells: int, errors: dict) -> None:
@@ -62,7 +62,7 @@ def add_routes(app: FastAPI, sources: dict[str, Source], max_chars: int, max_cel
 
     @app.get("/v1/sources", response_model=list[SourceInfo])
     async def list_sources() -> list[SourceInfo]:
-        return [SourceInfo(name=name, type=s.kind) for name, s in sources.items()]
+        return [SourceInfo(name=name, type=s.origin) for name, s in sources.items()]
 
     @app.post("/v1/attention", response_model=AttentionResponse, responses=errors)
     async def attention(body: AttentionRequest) -> AttentionResponse:

@@ -7,9 +7,11 @@ docs/explorer.md) from either:
 - an attnkit run folder (`run.json`): its family's attention views (`sources.run`);
 - a Hugging Face model, as a folder `save_pretrained` wrote or a hub id (`sources.hf`).
 
-Both hand each layer to the same `sources.collect.Collector`, which writes it into the npz
-(`sources.npz`) and folds it into rollout (and flow). This package sits above the families (it
-loads runs through the family table without naming a family) and below the commands.
+Both make one record per input (`sources.record.explain_inputs`, the one road to every output): each
+layer goes to the same `sources.collect.Collector`, which keeps it as the output needs (here: written
+into the npz at once, `sources.store.NpzStore`) and folds it into rollout (and flow); `sources.npz.write_record`
+writes the rest. This package sits above the families (it loads runs through the family table without
+naming a family) and below the commands.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ __all__ = ["AttentionOptions", "Source", "export_attention", "is_run", "open_sou
 
 def export_attention(source: str, text: str | None, out: str | Path, options: AttentionOptions) -> dict:
     """Write the attention npz of `text` through `source` (a path or hub id); returns a summary (counts, names written)."""
-    from attnkit.sources.npz import npz_writer
+    from attnkit.sources.npz import npz_writer, write_record
+    from attnkit.sources.record import explain_inputs
+    from attnkit.sources.store import NpzStore
 
     opened = open_source(source, options.checkpoint)
     with npz_writer(out) as writer:
-        summary = opened.write(text, writer, options)
+        (record,) = explain_inputs(opened, [text], options, lambda: NpzStore(writer))
+        summary = write_record(writer, record)
     return {"out": str(out), **summary}

@@ -5,7 +5,7 @@ first token ([CLS], `<s>`: what BERT-style heads pool), a language model's last 
 predicts the next token), an encoder-decoder model's output position t in its cross attention.
 The collector keeps that row of each layer (head mean), of `rollout` and of `flow`; here each is
 ranked against |attributions| (the magnitude: attention has no sign), as the benchmarks and tour
-page 8 do, with `analysis.correlation.kendall_tau`. The npz (and the page) get:
+page 8 do, with `analysis.correlation.kendall_tau` (`OutputAttribution.compared` and `.tau`). The npz (and the page) get:
 
 - `tau/names` (K,): `<kind>/layer<l>` per layer, then `rollout` and, with `--flow`, `flow`;
 - `tau/rows` (K, S) float32: those rows, what was ranked;
@@ -18,19 +18,8 @@ import numpy as np
 from torch import Tensor
 
 from attnkit.analysis.correlation import kendall_tau
-from attnkit.sources.npz import NpzWriter
 
 
 def taus(compared: dict[str, Tensor], scores: Tensor) -> np.ndarray:
     """Kendall's tau-b of each compared row (S,) with |scores| (S,): (K,) float64."""
     return np.array([kendall_tau(row, scores.abs()) for row in compared.values()], dtype=np.float64)
-
-
-def write_agreement(writer: NpzWriter, compared: dict[str, Tensor], scores: dict[str, Tensor]) -> None:
-    """Write `tau/names`, `tau/rows` and `tau/<method>` for the attributions `scores` (method -> (S,))."""
-    if not compared:
-        return
-    writer.add("tau/names", list(compared))
-    writer.add("tau/rows", np.stack([r.float().numpy() for r in compared.values()]))  # (K, S)
-    for method, s in scores.items():
-        writer.add(f"tau/{method}", taus(compared, s))

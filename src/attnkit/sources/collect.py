@@ -1,8 +1,9 @@
-"""What happens to each layer's attention as it comes: written, and folded into rollout and flow.
+"""What happens to each layer's attention as it comes: kept as the output needs it, and folded into rollout and flow.
 
 A `Collector` is called once per layer and kind with that layer's weights (H, Tq, Tk), float32,
-in the order the model runs its layers. It writes `<kind>/layer<l>` (l from 1) and keeps only
-what the summaries need:
+in the order the model runs its layers. It hands `<kind>/layer<l>` (l from 1) to its store
+(`sources.store`: floats, bytes, or straight into the npz), keeps what the store returns in `kept`
+(kind -> its layers, the views' `layers`) and, besides, only what the summaries need:
 
 - `rollout` (Abnar & Zuidema 2020; `attnkit.analysis.rollout`) of the self-attention kind
   (`encoder`, or `self` for a decoder-only model), folded in layer by layer: R <- A'_l R, so it
@@ -34,13 +35,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from attnkit import extras
 from attnkit.analysis.rollout import head_mean, with_residual
-from attnkit.sources.npz import NpzWriter
+from attnkit.sources.store import Store
+from attnkit.viz.attention_view import SUMMARY_KINDS, AttentionView
 from attnkit.viz.words import merge_matrix
 
 SELF_KINDS = ("encoder", "self")  # the kinds that roll out: square self-attention over the input
@@ -58,10 +61,12 @@ class Groups:
 class Collector:
     """Receives (kind, weights (H, Tq, Tk)) layer by layer; `finish` writes rollout (and flow)."""
 
-    writer: NpzWriter
+    store: Store
     flow: str | None = None  # which rows of attention flow: "explained", "all" (`options.FLOWS`), None: no flow
     words: dict[str, Groups] = field(default_factory=dict)  # kind -> its word groups (empty: pieces)
     layers: dict[str, int] = field(default_factory=dict)  # kind -> layers written
+    kept: dict[str, list] = field(default_factory=dict)  # kind -> what the store kept of each layer
+    summaries: dict[str, Any] = field(default_factory=dict)  # rollout, rollout_encoder, flow -> what the store kept
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # kind -> (H, Tq, Tk) of its latest layer
     output: tuple[str, int | None] | None = None  # (kind, query row as written; None: every row averaged) of the explained output
     compared: dict[str, Tensor] = field(default_factory=dict)  # name -> (S,): that row per layer, of rollout and flow
@@ -80,7 +85,7 @@ class Collector:
         self.shapes[kind] = tuple(weights.shape)
         groups = self.words.get(kind)
         out = weights if groups is None else merge_matrix(weights, groups.rows, groups.cols)  # (H, Wq, Wk)
-        self.writer.add(f"{kind}/layer{self.layers[kind]}", out.numpy())
+        self.kept.setdefault(kind, []).append(self.store.layer(f"{kind}/layer{self.layers[kind]}", out.numpy()))
         if self.output is not None and self.output[0] == kind:
             self.compared[f"{kind}/layer{self.layers[kind]}"] = self._row(head_mean(out))  # (Wk,)
         if kind in SELF_KINDS and weights.size(-1) == weights.size(-2):
@@ -92,35 +97,58 @@ class Collector:
         elif kind == "cross":
             self._cross = head_mean(weights)  # (T_tgt, S)
 
+    @property
+    def self_kind(self) -> str | None:
+        """The kind that rolls out: `encoder`, else `self` (None: neither)."""
+        return next((k for k in SELF_KINDS if k in self.layers), None)
+
     def _merged(self, m: Tensor, rows: str, cols: str) -> Tensor:
         if rows not in self.words:
             return m
         return merge_matrix(m, self.words[rows].rows, self.words[cols].cols)
 
+    def _keep(self, name: str, m: Tensor) -> None:
+        self.summaries[name] = self.store.summary(name, m.numpy())
+
     def finish(self) -> list[str]:
-        """Write `rollout` (and `rollout_encoder`, `flow`); returns the names written."""
+        """Keep `rollout` (and `rollout_encoder`, `flow`; `flow_rows` the query rows of flow); returns their names."""
         written = []
         if self._rollout is None:
             return written
-        self_kind = next(k for k in SELF_KINDS if k in self.layers)
+        self_kind = self.self_kind
         cross = self._cross is not None and self._cross.size(-1) == self._rollout.size(0)
         if cross:
             rollout = self._merged(self._cross @ self._rollout, "cross", self_kind)  # (T_tgt, S)
-            self.writer.add("rollout", rollout.numpy())
-            self.writer.add("rollout_encoder", self._merged(self._rollout, self_kind, self_kind).numpy())  # (S, S)
+            self._keep("rollout", rollout)
+            self._keep("rollout_encoder", self._merged(self._rollout, self_kind, self_kind))  # (S, S)
             written += ["rollout", "rollout_encoder"]
         else:
             rollout = self._merged(self._rollout, self_kind, self_kind)  # (T, T)
-            self.writer.add("rollout", rollout.numpy())
+            self._keep("rollout", rollout)
             written.append("rollout")
         flow = None
         if self.flow:
             flow = self._flow(self_kind)  # (Q, T)
-            self.writer.add("flow", flow.numpy())
-            self.writer.add("flow/rows", torch.tensor(self.flow_rows).numpy())
+            self._keep("flow", flow)
             written.append("flow")
         self._compare(rollout, flow, cross)
         return written
+
+    def summary_views(self, views: list[AttentionView]) -> list[AttentionView]:
+        """The summaries kept (`finish`) as views, labelled from the kinds' `views`: an encoder-decoder `rollout` over
+        the cross queries x the input, the others (and `flow`, over the query rows it holds) over the self kind's."""
+        own = next((v for v in views if v.kind == self.self_kind), None)
+        cross = next((v for v in views if v.kind == "cross"), None)
+        out = []
+        for kind in (k for k in SUMMARY_KINDS if k.name in self.summaries):
+            if kind.name == "rollout" and cross is not None and "rollout_encoder" in self.summaries:
+                rows, cols = cross.rows, cross.cols
+            elif kind.name == "flow":
+                rows, cols = [own.rows[i] for i in self.flow_rows], own.cols
+            else:
+                rows, cols = own.rows, own.cols
+            out.append(kind.view(list(rows), list(cols), [self.summaries[kind.name]]))
+        return out
 
     def _flow(self, self_kind: str) -> Tensor:
         """Attention flow of the rows `flow` asks for (module docstring), merged into words if asked; sets `flow_rows`."""

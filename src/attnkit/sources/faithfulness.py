@@ -1,6 +1,6 @@
 """`attnkit faithfulness SOURCE --data FILE --out DIR`: is attention an explanation, over a data set?
 
-For each text of FILE (`data.tables.read_texts`), each output the source explains (`sources.explained`:
+For each text of FILE (`data.tables.read_texts`), each output the source explains (`sources.scored`:
 a classifier's predicted class, each output token of a translation) is ranked by every method and
 scored by the metrics of `attnkit.analysis.faithfulness` (ERASER comprehensiveness and sufficiency
 as AOPC, the deletion curve and its area). The methods (`METHODS`):
@@ -38,8 +38,8 @@ import torch
 from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness_of_rankings, leave_one_out, random_scores
 from attnkit.errors import AttnkitError
 from attnkit.io import append_text
-from attnkit.sources.explained import Explained
 from attnkit.sources.progress import data_fingerprint, model_fingerprint, parse_progress, read_progress
+from attnkit.sources.scored import ScoredOutput
 from attnkit.sources.source import Source
 
 METHODS = ("attention", "rollout", "flow", "ixg", "ig", "loo", "random")
@@ -71,12 +71,12 @@ class Shard:
     gather: Callable[[dict], list[dict] | None] = lambda value: [value]
 
 
-def explain(source: Source, text: str, settings: Settings) -> list[Explained]:
+def scored_outputs(source: Source, text: str, settings: Settings) -> list[ScoredOutput]:
     """The outputs of `text` through a source (`sources.source.open_source`) that the metrics explain."""
-    return source.explain(text, "flow" in settings.methods, settings.truncate)
+    return source.scored_outputs(text, "flow" in settings.methods, settings.truncate)
 
 
-def method_scores(e: Explained, methods: Sequence[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
+def method_scores(e: ScoredOutput, methods: Sequence[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
     """(method -> token scores (T,), integrated gradients' steps and completeness error) of one output.
 
     Input x gradient and integrated gradients come from one forward and backward pass together
@@ -106,7 +106,7 @@ def method_scores(e: Explained, methods: Sequence[str], seed: int) -> tuple[dict
     return {name: s.detach().to("cpu", torch.float64) for name, s in scores.items()}, figures
 
 
-def output_record(e: Explained, settings: Settings, seed: int) -> dict:
+def output_record(e: ScoredOutput, settings: Settings, seed: int) -> dict:
     """One explained output's JSON: its tokens, p, every method's scores and figures (every ranking's removals
     in one call of `e.predict`: `faithfulness_of_rankings`)."""
     scores, figures = method_scores(e, settings.methods, seed)
@@ -121,7 +121,7 @@ def output_record(e: Explained, settings: Settings, seed: int) -> dict:
 
 def example_record(source: Source, index: int, text: str, settings: Settings) -> dict:
     """One text's line of examples.jsonl: each output it explains (the random ranking seeded by index and output)."""
-    outputs = [output_record(e, settings, seed=settings.seed + 1_000_003 * index + j) for j, e in enumerate(explain(source, text, settings))]
+    outputs = [output_record(e, settings, seed=settings.seed + 1_000_003 * index + j) for j, e in enumerate(scored_outputs(source, text, settings))]
     return {"index": index, "text": text, "outputs": outputs}
 
 
@@ -186,7 +186,7 @@ def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | P
     unknown = sorted(set(settings.methods) - set(METHODS))
     if unknown:
         raise AttnkitError(f"faithfulness: unknown methods {', '.join(unknown)} (known: {', '.join(METHODS)})")
-    loaded.check_explained()  # one line, before any text, if the source has nothing the metrics can explain
+    loaded.check_scored()  # one line, before any text, if the source has nothing the metrics can explain
     texts = read_texts(data, settings.text_column, settings.text2_column)[:limit]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The settings of `attnkit attention` (one dataclass for both kinds of source)."""
+"""The settings of the explorer's outputs (`attnkit attention`, `report`, `plot`, `serve`'s /attention), for every source."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ class AttentionOptions:
     output: int | None = None  # which output to attribute: a class, or an output position (None: the model's choice)
     max_new_tokens: int | None = None  # encoder-decoder: the longest greedy output (None: 2 x input + 10)
     checkpoint: str = "best"  # attnkit runs: which checkpoint
+    beam: int | None = None  # attnkit runs: the beam size (None: the run's decode.beam)
+    alpha: float | None = None  # attnkit runs: the length penalty (None: the run's decode.alpha)
+    nbest: int | None = None  # attnkit runs: the hypotheses listed (None: the beam size)
+    pair: bool = False  # Hugging Face classifiers: a tab separates a sentence pair, encoded as the tokenizer encodes pairs
     max_memory: int | None = None  # Hugging Face text models: the memory budget of the full maps, bytes (None: half of what is available)
 
     def __post_init__(self) -> None:

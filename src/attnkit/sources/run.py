@@ -1,17 +1,19 @@
-"""`attnkit attention` for an attnkit run folder, through its family's attention views.
+"""The records of an attnkit run folder's inputs (`RunSource.read`), through its family's `Family.explain`.
 
-The run's family decodes the line (as `attnkit plot` does: `Family.views`, the run's decode
-settings, one hypothesis) and gives its `AttentionView`s, one per kind (a translation's `encoder`,
-`decoder_self`, `cross`; a classifier's `hops`; a captioner's `cross` attention over the image grid).
-Each layer goes through the same `Collector` as a Hugging Face model's. `tokens` are the keys of the
-first kind, `target_tokens` the queries of the first kind whose role is "output" (`viz.attention_view`:
-a decoder's cross or self-attention; the queries of other kinds, a classifier's hops, are no output). A view's `note` (a classifier's
-class and probabilities) is written as `note` and goes into the summary. With `--words` the family
-merges the pieces itself, and rollout and flow are computed on the word maps.
+The run's family decodes the lines (the run's decode settings with `--beam`, `--alpha` and `--nbest`,
+batched) and gives per line its `ExplainedInput`: the output, the n-best list, the family's fields and
+its `AttentionView`s, one per kind (a translation's `encoder`, `decoder_self`, `cross`; a classifier's
+`hops`; a captioner's `cross` attention over the image grid). Each layer then goes through the same
+`Collector` as a Hugging Face model's, which keeps it as the output needs (`sources.store`) and adds
+the summaries. `tokens` are the keys of the first kind, `target_tokens` the queries of the first kind
+whose role is "output" (`viz.attention_view`: a decoder's cross or self-attention; the queries of other
+kinds, a classifier's hops, are no output). With `--words` the family merges the pieces itself, and
+rollout and flow are computed on the word maps.
 
 With `--attribute`, a family that scores an output (`Family.attribution`: a translation's output
 token t, `families.translation.attribute`) writes its attributions (`sources.attribute`) and their
-agreement with the rows of attention that output reads (`sources.agreement`, `output_row`): row t of
+agreement with the rows of attention that output reads (`sources.agreement`, `output_row`), scored on
+the output the record shows (the same decode settings): row t of
 each decoder layer's cross attention, of the cross rollout C R_enc and of the flow, as for a Hugging
 Face encoder-decoder model; a model with no cross attention has one output for all its query rows
 (a classifier's hops), whose mean is compared. Other runs refuse `--attribute` in one line, as they
@@ -20,12 +22,17 @@ do `--attribute` with `--words` (the family merges pieces into words inside its 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector
-from attnkit.sources.npz import NpzWriter
 from attnkit.sources.options import AttentionOptions
+from attnkit.sources.store import Store
+from attnkit.viz.attention_view import ExplainedInput
 
 
 def output_row(views: list, output: int | None) -> tuple[str, int | None] | None:
@@ -43,6 +50,8 @@ def _check(folder: Path, family, options: AttentionOptions) -> None:
     """One line for the options a run cannot take (module docstring)."""
     if options.target is not None:
         raise AttnkitError(f"{folder}: --target is for Hugging Face models; an attnkit run attends over its own output")
+    if options.truncate:
+        raise AttnkitError(f"{folder}: --truncate is for Hugging Face models; an attnkit run reads its input whole")
     if options.attribute and family.attribution is None:
         raise AttnkitError(
             f"{folder}: --attribute: a {family.name} run gives no score to attribute (translation and sentence-classifier runs do, as do Hugging Face models)"
@@ -51,39 +60,43 @@ def _check(folder: Path, family, options: AttentionOptions) -> None:
         raise AttnkitError(f"{folder}: --attribute scores an attnkit run's pieces; leave out --words")
 
 
-def write_run(loaded, text: str | None, writer: NpzWriter, options: AttentionOptions) -> dict:
-    """Write the maps of one input of a loaded run (`families.load_run`) into `writer`; returns a summary."""
+def _finish(loaded, e: ExplainedInput, line: str, options: AttentionOptions, store: Store) -> ExplainedInput:
+    """The family's record of one line with its layers kept by `store`, the summaries and the attributions."""
+    if not e.views:
+        raise AttnkitError(f"{loaded.folder}: the model has no attention maps")
+    collector = Collector(store, flow=options.flow, output=output_row(e.views, options.output))
+    for view in e.views:
+        for weights in view.layers:  # (H, Tq, Tk)
+            collector(view.kind, weights)
+    collector.finish()
+    views = [replace(v, layers=collector.kept[v.kind]) for v in e.views]
+    sequences = {"tokens": list(views[0].cols)}
+    target = next((v.rows for v in views if v.role == "output"), None)
+    if target is not None:
+        sequences["target_tokens"] = list(target)
+    if collector.flow_rows:
+        sequences["flow/rows"] = np.asarray(collector.flow_rows, dtype=np.int64)
+    out = replace(e, views=views + collector.summary_views(views), model=loaded.folder.name, sequences=sequences)
+    if options.attribute:
+        from attnkit.sources.attribute import attribution
+
+        f, x, label = loaded.family.attribution(loaded, line, options.output)
+        out.attribution = attribution(f, x, label, options.attribute, sequences["tokens"], collector=collector)
+    return out
+
+
+def read_run(loaded, lines: list[str | None], options: AttentionOptions, store: Callable[[], Store]) -> list[ExplainedInput]:
+    """The record of each line through a loaded run (`families.load_run`), as the module docstring says."""
     from attnkit.families.protocol import ExploreOptions
 
     folder, family = loaded.folder, loaded.family
     _check(folder, family, options)
-    line = options.image or text
-    if line is None:
+    lines = [options.image or line for line in lines]
+    if any(line is None for line in lines):
         raise AttnkitError(f"{folder}: give the input TEXT")
-    views = family.views(loaded, [line], ExploreOptions(loaded.run.decode.with_overrides(nbest=1), words=options.words))[0]
-    if not views:
-        raise AttnkitError(f"{folder}: the model has no attention maps")
-    target = next((v.rows for v in views if v.role == "output"), None)
-    note = next((v.note for v in views if v.note), None)
-    collector = Collector(writer, flow=options.flow, output=output_row(views, options.output))
-    for view in views:
-        for weights in view.layers:  # (H, Tq, Tk)
-            collector(view.kind, weights)
-        writer.add(f"{view.kind}/queries", view.rows)
-        writer.add(f"{view.kind}/keys", view.cols)
-    summaries = collector.finish()
-    writer.add("tokens", views[0].cols)
-    if target is not None:
-        writer.add("target_tokens", target)
-    summary = {"model": family.name, "kinds": dict(collector.layers), "tokens": len(views[0].cols), "prediction": " ".join(target or [])}
-    if target is not None:
-        summary["target_tokens"] = len(target)
-    if note is not None:
-        writer.add("note", [note])
-        summary["note"] = note
-    if options.attribute:
-        from attnkit.sources.attribute import write_attributions
-
-        f, x, label = family.attribution(loaded, line, options.output)
-        summary.update(write_attributions(writer, f, x, label, options.attribute, collector=collector))
-    return {**summary, "summaries": summaries}
+    decode = loaded.run.decode.with_overrides(beam=options.beam, alpha=options.alpha)
+    decode = decode.with_overrides(nbest=options.nbest or decode.beam)
+    explained = family.explain(loaded, lines, ExploreOptions(decode, words=options.words))
+    if options.attribute:  # the attributions score the output the record shows
+        loaded = replace(loaded, run=loaded.run.model_copy(update={"decode": decode}))
+    return [_finish(loaded, e, line, options, store()) for e, line in zip(explained, lines)]

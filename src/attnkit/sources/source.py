@@ -1,15 +1,17 @@
 """Where attention comes from: one `Source` protocol, for an attnkit run folder or a Hugging Face model.
 
 `open_source(path_or_id)` opens either; everything above it (`attnkit attention`'s npz, the explorer
-page's record for `report`, `plot --view`, `serve`'s `/attention` and `attnkit.show`, and
-`faithfulness`) asks the source, never its type:
+page for `report`, `plot`, `serve`'s `/attention` and `attnkit.show`, and `heads` and `faithfulness`)
+asks the source, never its type:
 
-- `kind`: what it is, "run" or "hf" (`GET /v1/sources` lists it);
+- `origin`: where it comes from, "run" or "hf" (`GET /v1/sources` lists it as `type`);
 - `name`: how pages name it (a run's folder name; a model as the user gave it);
-- `write(text, writer, options)`: one input's maps into an `NpzWriter` (`sources.npz`, or the page's
-  `MemoryWriter`), returning a summary;
-- `check_explained()` and `explain(text, flow, truncate)`: the outputs `faithfulness` explains
-  (`sources.explained`);
+- `read(lines, options, store)`: per line its `ExplainedInput`, the one record every output is made of;
+  called only by `sources.record.explain_inputs`, the one road;
+- `check_scored()` and `scored_outputs(text, flow, truncate)`: the outputs `faithfulness` scores
+  (`sources.scored`), their attention taken from the record;
+- `renderer()`: the script and stylesheet that draw what its records carry besides the common card
+  (a run's family's renderer; nothing for a Hugging Face model), and `curves()`, its training curves;
 - `files()`: the files that make the model (faithfulness's fingerprint).
 
 The two implementations hold what was loaded: `RunSource.loaded` (a `LoadedRun`, `families.load_run`:
@@ -18,29 +20,35 @@ the run's family gives its maps, `sources.run`) and `HfSource.hf` (an `HfModel`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:  # annotations only: `import attnkit.sources` stays free of torch
-    from attnkit.sources.explained import Explained
-    from attnkit.sources.npz import NpzWriter
     from attnkit.sources.options import AttentionOptions
+    from attnkit.sources.scored import ScoredOutput
+    from attnkit.sources.store import Store
+    from attnkit.viz.attention_view import ExplainedInput
 
 
 class Source(Protocol):
     """A model the explorer reads attention from (module docstring)."""
 
-    kind: ClassVar[str]
+    origin: ClassVar[str]
 
     @property
     def name(self) -> str: ...
 
-    def write(self, text: str | None, writer: NpzWriter, options: AttentionOptions) -> dict: ...
+    def read(self, lines: list[str | None], options: AttentionOptions, store: Callable[[], Store]) -> list[ExplainedInput]: ...
 
-    def check_explained(self) -> None: ...
+    def check_scored(self) -> None: ...
 
-    def explain(self, text: str, flow: bool, truncate: bool) -> list[Explained]: ...
+    def scored_outputs(self, text: str, flow: bool, truncate: bool) -> list[ScoredOutput]: ...
+
+    def renderer(self) -> tuple[str, str]: ...
+
+    def curves(self) -> list[dict]: ...
 
     def files(self) -> list[Path]: ...
 
@@ -50,26 +58,36 @@ class RunSource:
     """An attnkit run folder, loaded (`families.load_run`): its family's attention views."""
 
     loaded: Any  # a LoadedRun
-    kind: ClassVar[str] = "run"
+    origin: ClassVar[str] = "run"
 
     @property
     def name(self) -> str:
         return self.loaded.folder.name
 
-    def write(self, text: str | None, writer: NpzWriter, options: AttentionOptions) -> dict:
-        from attnkit.sources.run import write_run
+    def read(self, lines: list[str | None], options: AttentionOptions, store: Callable[[], Store]) -> list[ExplainedInput]:
+        from attnkit.sources.run import read_run
 
-        return write_run(self.loaded, text, writer, options)
+        return read_run(self.loaded, lines, options, store)
 
-    def check_explained(self) -> None:
-        from attnkit.sources.explained import check_run
+    def check_scored(self) -> None:
+        from attnkit.sources.scored import check_run
 
         check_run(self.loaded)
 
-    def explain(self, text: str, flow: bool, truncate: bool) -> list[Explained]:
-        from attnkit.sources.explained import explain_run
+    def scored_outputs(self, text: str, flow: bool, truncate: bool) -> list[ScoredOutput]:
+        from attnkit.sources.scored import scored_run
 
-        return explain_run(self.loaded, text, flow)  # a run's input has no positions to cut
+        return scored_run(self, text, flow)  # a run's input has no positions to cut
+
+    def renderer(self) -> tuple[str, str]:
+        api = self.loaded.family.api
+        return api.renderer_script(), api.renderer_css()
+
+    def curves(self) -> list[dict]:
+        from attnkit.viz.curves import run_curves
+
+        curves = run_curves(self.loaded.folder, self.loaded.family.run_schema.METRICS, missing_ok=True)
+        return [curves.to_json()] if curves else []
 
     def files(self) -> list[Path]:
         return [self.loaded.folder / "run.json", *(p for p in self.loaded.checkpoint.iterdir() if p.is_file())]
@@ -80,26 +98,32 @@ class HfSource:
     """A Hugging Face model, loaded (`sources.hf.load`): its attention modules, hooked."""
 
     hf: Any  # an HfModel
-    kind: ClassVar[str] = "hf"
+    origin: ClassVar[str] = "hf"
 
     @property
     def name(self) -> str:
         return self.hf.name
 
-    def write(self, text: str | None, writer: NpzWriter, options: AttentionOptions) -> dict:
-        from attnkit.sources.hf.export import write_hf
+    def read(self, lines: list[str | None], options: AttentionOptions, store: Callable[[], Store]) -> list[ExplainedInput]:
+        from attnkit.sources.hf.read import read_hf
 
-        return write_hf(self.hf, text, writer, options)
+        return [read_hf(self.hf, line, options, store()) for line in lines]
 
-    def check_explained(self) -> None:
-        from attnkit.sources.hf.explained import check_hf
+    def check_scored(self) -> None:
+        from attnkit.sources.hf.scored import check_hf
 
         check_hf(self.hf)
 
-    def explain(self, text: str, flow: bool, truncate: bool) -> list[Explained]:
-        from attnkit.sources.hf.explained import explain_hf
+    def scored_outputs(self, text: str, flow: bool, truncate: bool) -> list[ScoredOutput]:
+        from attnkit.sources.hf.scored import scored_hf
 
-        return [explain_hf(self.hf, text, flow, truncate)]
+        return [scored_hf(self, text, flow, truncate)]
+
+    def renderer(self) -> tuple[str, str]:
+        return "", ""
+
+    def curves(self) -> list[dict]:
+        return []
 
     def files(self) -> list[Path]:
         from attnkit.artifacts.hf import resolve
@@ -112,12 +136,13 @@ def is_run(source: str | Path) -> bool:
     return (Path(source) / "run.json").is_file()
 
 
-def open_source(source: str | Path, checkpoint: str = "best") -> Source:
-    """An attnkit run folder (`checkpoint` of it), else a Hugging Face model folder or hub id, loaded."""
+def open_source(source: str | Path, checkpoint: str = "best", dtype: str = "fp32") -> Source:
+    """An attnkit run folder (`checkpoint` of it, in `dtype`), else a Hugging Face model folder or hub id, loaded."""
     if is_run(source):
+        from attnkit.config.args import DTYPES
         from attnkit.families import load_run
 
-        return RunSource(load_run(source, checkpoint))
+        return RunSource(load_run(source, checkpoint, dtype=DTYPES[dtype]))
     from attnkit.sources.hf.load import load
 
     return HfSource(load(str(source)))

@@ -8,6 +8,12 @@ the registry the family fills); a kind nobody declared still goes everywhere, un
 (its name as its title), and the pages draw it as a heatmap like any other. An `Explained` is one
 input through a model: the input, what the model made of it, its views, and the fields the family's
 renderer draws besides them (`viz.records` turns it into the pages' JSON).
+
+`ExplainedInput` is the one record: a source makes one per input (`attnkit.sources.record.explain_inputs`)
+and every output serializes it (the page's JSON, `viz.records`; the npz, `sources.npz.write_record`; the
+pictures, `viz.plot`, `viz.views`). A view's `layers` are kept as the output needs them, from the moment a
+layer arrives (`sources.store`): float tensors, `viz.weights.Quantized` bytes (pages), or `Written` (the
+layer is already in the npz file).
 """
 
 from __future__ import annotations
@@ -16,7 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from torch import Tensor
+
+SCHEMA = 2  # the record's version: 0.1.0's records had no `schema` (read as 1: the same keys, less of them)
 
 # What a kind's queries are: the input itself (self-attention over it), the model's output (a decoder's
 # rows: what `attnkit attention` writes as target_tokens), learned queries that read the input out (a
@@ -31,7 +40,7 @@ class AttentionView:
     kind: str
     rows: list[str]  # the queries, one label per row of each map (Tq)
     cols: list[str]  # the keys (Tk)
-    layers: list[Tensor]  # per layer the weights (H, Tq, Tk), probabilities over the keys
+    layers: list[Any]  # per layer the weights (H, Tq, Tk), probabilities over the keys: a Tensor, Quantized or Written
     title: str  # e.g. "encoder-decoder attention"
     axes: tuple[str, str]  # (x label: the keys, y label: the queries)
     note: str | None = None  # what the maps do not show of the model's answer (a classifier's class and probabilities)
@@ -83,13 +92,46 @@ def ordered(names: Iterable[str], table: dict[str, AttentionKind]) -> list[Atten
     return known + [generic_kind(n) for n in names if n not in table]
 
 
+@dataclass(frozen=True)
+class Written:
+    """A layer kept in an npz file, not in memory (`attnkit attention`): its member's name."""
+
+    member: str
+
+
 @dataclass
-class Explained:
-    """One input through a model, as every page and plot takes it."""
+class OutputAttribution:
+    """The attributions of one output over the input tokens, and their agreement with attention (`sources.attribute`)."""
+
+    output: str  # what was scored: "class 1 (pos)", "output 2 'Hund'"
+    row: int | None  # the query row the output is read at (None: the mean of the rows)
+    tokens: list[str]  # the S tokens scored
+    scores: dict[str, np.ndarray]  # method -> (S,) float32
+    ig: dict[str, float] | None = None  # integrated gradients' `steps` and `relative_error` (completeness)
+    compared: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (S,): the rows of attention the output reads
+    tau: dict[str, np.ndarray] = field(default_factory=dict)  # method -> (K,) Kendall tau-b with each compared row
+
+
+@dataclass
+class ExplainedInput:
+    """One input through a model: the one record every page, file and picture takes (module docstring)."""
 
     source: str  # the input as given (a sentence, an image path)
     text: str  # what the model made of it: its output, parse, class or caption
-    views: list[AttentionView]
+    views: list[AttentionView]  # its kinds, then the summaries (role "summary": rollout, flow)
     nbest: Sequence[dict] | None = None  # the hypotheses, best first: {"text", "score", "finished"}
     note: str | None = None  # what neither the text nor the maps show (default: the first view's note)
     fields: dict[str, Any] = field(default_factory=dict)  # what the family's renderer draws besides (a tree, an image)
+    model: str | None = None  # the source's name (a run's folder, a model as the user gave it)
+    attribution: OutputAttribution | None = None  # with --attribute
+    # what the npz holds besides the maps: `tokens`, `target_tokens`, `output_tokens`, `grid`, `flow/rows`
+    sequences: dict[str, Any] = field(default_factory=dict)
+
+    def view(self, kind: str) -> AttentionView | None:
+        """The view of `kind`, or None."""
+        return next((v for v in self.views if v.kind == kind), None)
+
+    @property
+    def shown_note(self) -> str | None:
+        """The note: its own, else the first view's."""
+        return self.note or next((v.note for v in self.views if v.note), None)

@@ -7,6 +7,7 @@ embeddings, integrated gradients of it are complete within 1%, and the taus are 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -74,7 +75,7 @@ def test_the_npz_holds_the_models_own_hops(tiny_sase_run, tmp_path, capsys):
     assert list(z["hops/queries"]) == ["hop 1", "hop 2"] and list(z["hops/keys"]) == WORDS == list(z["tokens"])
     label = ["neg", "pos"][int(probs.argmax())]
     assert z["note"][0] == summary["note"] and summary["note"].startswith(f"{label}, p = {probs.max().item():.3f} (")
-    assert summary["kinds"] == {"hops": 1} and summary["prediction"] == ""
+    assert summary["kinds"] == {"hops": 1} and summary["prediction"] == label  # the record's text: the class
     assert "target_tokens" not in z.files and "rollout" not in z.files  # the hops are no output, and do not roll out
 
 
@@ -102,7 +103,8 @@ def test_the_report_and_the_attention_page_show_the_hops(tiny_sase_run, tmp_path
     assert hops["rows"] == ["hop 1", "hop 2"] and hops["cols"] == WORDS
     loaded = load_run(tiny_sase_run)
     a, _, _ = _own_attention(loaded, TEXT)
-    assert np.allclose(hops["layers"][0][0], a.numpy(), atol=1e-4)  # the maps are the model's hops
+    byte = np.frombuffer(base64.b64decode(hops["data"][0][0]), np.uint8).reshape(a.shape) / 255 * hops["scale"][0][0]
+    assert np.allclose(byte, a.numpy(), atol=hops["scale"][0][0] / 510 + 1e-6)  # the maps are the model's hops (a page holds bytes)
     assert record["source"] == TEXT and record["text"] in {"neg", "pos"} and hops["title"] == "attention hops"
     assert "AttnView.extend = " in html  # the family's renderer extends the common card
     with TestClient(create_app({"sase": loaded})) as client:
@@ -110,7 +112,7 @@ def test_the_report_and_the_attention_page_show_the_hops(tiny_sase_run, tmp_path
         assert response.status_code == 200, response.text
         served = response.json()["record"]
     assert served["note"] == page_record(open_source(tiny_sase_run), TEXT)["note"] and served["note"].startswith(record["text"])
-    assert set(served["maps"]) == {"hops"} and served["maps"]["hops"]["cols"] == WORDS and served["text"] == ""
+    assert set(served["maps"]) == {"hops"} and served["maps"]["hops"]["cols"] == WORDS and served["text"] == record["text"]
 
 
 @pytest.mark.parametrize("view", ["hops", "heatmap", "head", "model"])

@@ -11,7 +11,10 @@ import pytest
 from attnkit.cli import main
 from attnkit.families import load_config, load_run, presets
 from attnkit.families.parsing.trees import parse_trees
-from attnkit.families.protocol import ExploreOptions
+from attnkit.sources import AttentionOptions
+from attnkit.sources.record import explain_inputs
+from attnkit.sources.source import RunSource
+from attnkit.viz.records import records_json
 
 TREES = """( (S (NP-SBJ (DT The) (NN dog)) (VP (VBZ barks)) (. .)) )
 ( (S (NP-SBJ (PRP It)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )
@@ -73,13 +76,13 @@ def test_records_and_the_serve_page_show_the_span_chart_and_attention(run_dir):
     from attnkit.serve.app import create_app
 
     loaded = load_run(run_dir)
-    (record,) = loaded.family.records(loaded, ["The dog barks ."], ExploreOptions(decode=loaded.run.decode))
+    (record,) = records_json(explain_inputs(RunSource(loaded), ["The dog barks ."], AttentionOptions(nbest=1)))
     assert str(parse_trees(record["tree"])[0]) == "(S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .))"
     chart = record["chart"]
     assert chart["words"] == ["The", "dog", "barks", "."] and [0, 3] in chart["in_tree"] and [0, 1] in chart["in_tree"]
     assert chart["best"][0][1] > 0 and chart["labels"][0][1] == "NP"  # "The dog": rather an NP than no constituent
     assert chart["labels"][0][3] == "S" and chart["best"][3][0] is None  # the root (labelled whatever its score); j < i: none
-    assert set(record["maps"]) == {"encoder"} and len(record["maps"]["encoder"]["rows"]) == 6  # <s> 4 words </s>
+    assert set(record["maps"]) == {"encoder", "rollout"} and len(record["maps"]["encoder"]["rows"]) == 6  # <s> 4 words </s>
     with TestClient(create_app({"chart": loaded})) as client:
         response = client.post("/v1/parse", json={"texts": ["It saw a dog ."], "attention": True})
         assert response.status_code == 200, response.text

@@ -16,7 +16,10 @@ from attnkit.errors import ConfigError
 from attnkit.families import FAMILIES, load_config, load_run, presets
 from attnkit.families.parsing.draw import tree_svg
 from attnkit.families.parsing.trees import parse_trees
-from attnkit.families.protocol import ExploreOptions
+from attnkit.sources import AttentionOptions
+from attnkit.sources.record import explain_inputs
+from attnkit.sources.source import RunSource
+from attnkit.viz.records import records_json
 
 TRAIN = """( (S (NP-SBJ-1 (DT The) (NN dog)) (VP (VBZ barks) (NP (-NONE- *-1))) (. .)) )
 ( (S (NP-SBJ (PRP It)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )
@@ -102,11 +105,11 @@ def test_evalb_command_reproduces_the_sample_summary(evalb_dir, capsys):
 
 def test_records_carry_the_tree_its_picture_and_the_attention(run_dir):
     loaded = load_run(run_dir, "last")
-    (record,) = loaded.family.records(loaded, ["The dog barks ."], ExploreOptions(decode=loaded.run.decode))
+    (record,) = records_json(explain_inputs(RunSource(loaded), ["The dog barks ."], AttentionOptions(nbest=1)))
     assert parse_trees(record["tree"])[0].words() == ["The", "dog", "barks", "."]
     assert record["svg"].startswith("<svg") and ">barks</text>" in record["svg"]
-    assert len(record["attention"]) == len(record["tgt"]) and len(record["attention"][0]) == 5  # 4 words + </s>
-    assert set(record["maps"]) == {"encoder", "decoder_self", "cross"}
+    assert len(record["maps"]["cross"]["rows"]) == len(record["tgt"]) and len(record["maps"]["cross"]["cols"]) == 5  # 4 words + </s>
+    assert "attention" not in record and set(record["maps"]) == {"encoder", "decoder_self", "cross", "rollout", "rollout_encoder"}
 
 
 def test_tree_svg_escapes_words():

@@ -21,7 +21,8 @@ from attnkit.errors import AttnkitError
 from attnkit.families import FAMILIES
 from attnkit.families.protocol import load_engine_run
 from attnkit.families.translation import engine
-from attnkit.families.translation.explore import explore, record
+from attnkit.families.translation.api import result as served
+from attnkit.families.translation.explore import explore
 from attnkit.families.translation.export import ctranslate2_model
 from attnkit.families.translation.translate import translate, translate_run
 
@@ -127,7 +128,7 @@ def test_the_explorer_with_the_engine_shows_attnkit_maps(engine_run, trained):
         for u, v in zip(a.views, b.views):
             assert (u.rows, u.cols) == (v.rows, v.cols)
             torch.testing.assert_close(torch.stack(v.layers), torch.stack(u.layers), atol=1e-6, rtol=0)
-        assert record(b)["tgt"] == record(a)["tgt"]
+        assert served(b)["tgt"] == served(a)["tgt"]
 
 
 def test_translate_and_evaluate_take_the_engine(trained, tmp_path, capsys):
@@ -195,7 +196,7 @@ def test_serve_with_the_engine(engine_run, trained):
         info = client.get("/v1/models").json()[0]
         assert info["engine"] == "ctranslate2"
         body = client.post("/v1/translate", json={"texts": _lines(4), "beam": 1, "attention": True}).json()
-    want = [record(e) for e in explore(plain, _lines(4), plain.run.decode.with_overrides(beam=1, nbest=1))]
+    want = [served(e) for e in explore(plain, _lines(4), plain.run.decode.with_overrides(beam=1, nbest=1))]
     for got, expected in zip(body["results"], want):
         assert got["text"] == expected["text"] and got["tgt"] == expected["tgt"]
         assert torch.tensor(got["attention"]) == pytest.approx(torch.tensor(expected["attention"]), abs=2e-4)

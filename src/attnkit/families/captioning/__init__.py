@@ -18,7 +18,7 @@ import torch
 
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.families.captioning import codec, commands, starter
-from attnkit.families.captioning.api import API, caption_record
+from attnkit.families.captioning.api import API
 from attnkit.families.captioning.config import CaptionRun
 from attnkit.families.captioning.figure import data_uri, overlay
 from attnkit.families.captioning.images import open_image, resize_for_encoder
@@ -26,7 +26,7 @@ from attnkit.families.captioning.infer import caption_images
 from attnkit.families.captioning.model import build
 from attnkit.families.captioning.task import CaptionTask
 from attnkit.families.protocol import ExploreOptions, Family
-from attnkit.viz.attention_view import AttentionKind, Explained
+from attnkit.viz.attention_view import AttentionKind, ExplainedInput
 
 CROSS = AttentionKind("cross", "attention over the image grid", ("cell", "word"), "output")  # each word over the grid's cells
 
@@ -35,18 +35,18 @@ def _cells(grid: int) -> list[str]:
     return [f"r{r}c{c}" for r in range(grid) for c in range(grid)]
 
 
-def _explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[Explained]:
+def _explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[ExplainedInput]:
     """Per image path: the caption, its n-best, the words x cells map (kind "cross"), and as fields the
-    caption record plus the figure: the image as the encoder saw it under "image" and, per word, that
-    image with the word's attention overlaid under "overlays", as data URIs."""
+    image's `name`, the `grid` and the figure: the image as the encoder saw it under "image" and, per word,
+    that image with the word's attention overlaid under "overlays", as data URIs."""
     out, size = [], loaded.run.model.input_size
-    for i, (line, r) in enumerate(zip(lines, caption_images(loaded, list(lines), options.decode))):
+    for line, r in zip(lines, caption_images(loaded, list(lines), options.decode)):
         weights = torch.tensor(r.attention).unsqueeze(0)  # (1, T, P)
         nbest = [{"text": c, "score": s, "finished": True} for c, s in r.nbest]
         image = resize_for_encoder(open_image(line), size)
         overlays = [{"word": w, "src": data_uri(overlay(image, a, r.grid))} for w, a in zip(r.words, r.attention)]
-        fields = {**caption_record(i, line, r), "image": data_uri(image), "overlays": overlays}
-        out.append(Explained(line, r.caption, [CROSS.view(r.words, _cells(r.grid), [weights])], nbest, fields=fields))
+        fields = {"name": line, "grid": r.grid, "image": data_uri(image), "overlays": overlays}
+        out.append(ExplainedInput(line, r.caption, [CROSS.view(r.words, _cells(r.grid), [weights])], nbest, fields=fields))
     return out
 
 

@@ -50,8 +50,8 @@ class CaptionResponse(BaseModel):
     results: list[Caption]
 
 
-def caption_record(index: int, name: str, result: CaptionResult, attention: bool = True) -> dict:
-    """The JSON record of one caption (the API's result, and the report's via `records`)."""
+def caption_result(index: int, name: str, result: CaptionResult, attention: bool = True) -> dict:
+    """One caption as `POST /v1/caption` answers it (a `Caption`)."""
     return {"id": index, "name": name, "caption": result.caption, "score": result.score, "words": result.words, "grid": result.grid,
             "attention": result.attention if attention else None,
             "nbest": [{"caption": c, "score": s} for c, s in result.nbest]}  # fmt: skip
@@ -81,7 +81,7 @@ def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) 
     """Caption one batch: jobs with one key carry the same images, so text i is image i mod n."""
     decode, attention, names, images = key
     results = caption_images(loaded, list(images), decode, names=list(names), batch_size=batch_size)
-    return [caption_record(i, names[i % len(names)], results[i % len(names)], attention) for i in range(len(texts))]
+    return [caption_result(i, names[i % len(names)], results[i % len(names)], attention) for i in range(len(texts))]
 
 
 API = Api(

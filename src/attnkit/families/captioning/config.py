@@ -58,7 +58,7 @@ class CaptionData(Strict):
         return self.split_files("train")[1] == self.split_files("valid")[1]
 
 
-class ShowAttendTell(Strict):
+class ShowAttendTellConfig(Strict):
     """Show, Attend and Tell with deterministic soft attention (Xu et al. 2015; `model.ShowAttendTell`).
 
     `encoder`: ``lite0`` (EfficientNet-Lite0 ImageNet weights; frozen unless `finetune`, and then
@@ -99,7 +99,7 @@ class ShowAttendTell(Strict):
         return self.encoder == "lite0" and not self.finetune
 
     @model_validator(mode="after")
-    def _grid(self) -> ShowAttendTell:
+    def _grid(self) -> ShowAttendTellConfig:
         stride = 32 if self.encoder == "lite0" else 2**self.cnn_layers
         if self.input_size % stride:
             raise ValueError(f"input_size {self.input_size} must be a multiple of the encoder's stride {stride}")
@@ -117,7 +117,7 @@ class CaptionRun(RunBase):
     METRICS = (Metric("bleu4", "BLEU-4"),)
     EARLY_STOPPING = "bleu4"
     data: CaptionData
-    model: ShowAttendTell
+    model: ShowAttendTellConfig
 
     def needs(self) -> tuple[Need, ...]:
         """Validation scores BLEU-4 with pycocoevalcap (`scores.bleu4`) unless train.eval_decode is off."""

@@ -34,8 +34,8 @@ class ClassifyResponse(BaseModel):
     results: list[Classification]
 
 
-def classification_record(index: int, text: str, result: ClassifyResult, attention: bool = True) -> dict:
-    """The JSON record of a `ClassifyResult` (attention: [hop][token]), for the API and the report."""
+def classification_result(index: int, text: str, result: ClassifyResult, attention: bool = True) -> dict:
+    """A `ClassifyResult` as `POST /v1/classify` answers it (a `Classification`; attention: [hop][token])."""
     return {"id": index, "text": text, "label": result.label, "probs": result.probs, "tokens": result.tokens,
             "attention": result.attention if attention else None}  # fmt: skip
 
@@ -46,7 +46,7 @@ def batch_key(loaded: LoadedRun, body: ClassifyRequest, batch_size: int) -> Hash
 
 def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) -> list[dict]:
     results = classify_texts(loaded, texts, batch_size=batch_size)
-    return [classification_record(i, text, r, attention=bool(key)) for i, (text, r) in enumerate(zip(texts, results))]
+    return [classification_result(i, text, r, attention=bool(key)) for i, (text, r) in enumerate(zip(texts, results))]
 
 
 API = Api(

@@ -11,7 +11,7 @@ classifier explains reads the first view's rows: the hops' mean, or, with mean p
 Transformer, the mean of the last layer's rows (as the pooled vector is the mean of H).
 The views' note is the class the model chose and the probabilities (the page shows it; the maps do
 not). A bi-LSTM (or bag of embeddings) without attention pooling has no maps. `explain` gives each
-line's `Explained`: the common record (`source` the text, `text` the class) with the class
+line's `ExplainedInput`: the common record (`source` the text, `text` the class) with the class
 probabilities as `probs`, which the family's renderer draws as bars above the hops.
 
 `score_function` is the family's `Family.attribution`: f(word embeddings (N, n, E)) = log p(c | x) (N,)
@@ -33,7 +33,7 @@ from attnkit.artifacts.runs import LoadedRun
 from attnkit.errors import AttnkitError
 from attnkit.families.classification.infer import ClassifyResult, classify_texts, model_inputs
 from attnkit.families.protocol import ExploreOptions
-from attnkit.viz.attention_view import ENCODER, AttentionKind, AttentionView, Explained
+from attnkit.viz.attention_view import ENCODER, AttentionKind, AttentionView, ExplainedInput
 
 HOPS = AttentionKind("hops", "attention hops", ("words", "hops"), "readout")
 HOPS2 = AttentionKind("hops2", "attention hops of the second sentence", ("words", "hops"), "readout")
@@ -60,9 +60,9 @@ def hop_views(result: ClassifyResult) -> list[AttentionView]:
     return views
 
 
-def explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[Explained]:
+def explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[ExplainedInput]:
     """Per line: the text, its class, the hops and the class probabilities (module docstring)."""
-    return [Explained(text, r.label, hop_views(r), note=note(r), fields={"probs": r.probs}) for text, r in zip(lines, classify_texts(loaded, list(lines)))]
+    return [ExplainedInput(text, r.label, hop_views(r), note=note(r), fields={"probs": r.probs}) for text, r in zip(lines, classify_texts(loaded, list(lines)))]
 
 
 def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int, logit: bool = False) -> Callable[[Tensor], Tensor]:

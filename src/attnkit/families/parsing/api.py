@@ -8,8 +8,9 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.parsing.explore import explore, record
-from attnkit.families.protocol import Api, ApiRequest, Endpoint, OptionalFloat, OptionalInt, Page
+from attnkit.families.parsing.explore import api_attention, explained, explore
+from attnkit.families.protocol import Api, ApiRequest, AttentionMap, Endpoint, OptionalFloat, OptionalInt, Page
+from attnkit.viz.records import record_json
 
 STATIC = resources.files("attnkit.families.parsing") / "static"
 
@@ -20,13 +21,7 @@ class ParseRequest(ApiRequest):
     raw: StrictBool = Field(False, description="the texts are raw: tokenise them PTB-style first (else split on spaces)")
 
 
-class AttentionMap(BaseModel):
-    rows: list[str]
-    cols: list[str]
-    layers: list[list[list[list[float]]]] = Field(description="weights [layer][head][row][col]")
-
-
-class SpanChart(BaseModel):
+class SpanChartResult(BaseModel):
     words: list[str]
     best: list[list[float | None]] = Field(description="[i][j]: the best non-empty label's score for words i..j (null for j < i)")
     labels: list[list[str]] = Field(description="[i][j]: that label (a unary chain as S+VP)")
@@ -45,7 +40,7 @@ class Parse(BaseModel):
     tgt: list[str] = Field(description="the output symbols (+ </s>)")
     attention: list[list[float]] | None = Field(None, description="last layer's cross-attention, mean over heads [symbol][word]")
     maps: dict[str, AttentionMap] | None = None
-    chart: SpanChart | None = Field(None, description="chart parsers, with attention: what the parser scored for each span")
+    chart: SpanChartResult | None = Field(None, description="chart parsers, with attention: what the parser scored for each span")
 
 
 class ParseResponse(BaseModel):
@@ -62,7 +57,7 @@ def batch_key(loaded: LoadedRun, body: ParseRequest, batch_size: int) -> Hashabl
 
 def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) -> list[dict]:
     decode, attention, raw = key
-    out = [record(e) for e in explore(loaded, texts, decode, maps=attention, raw=raw)]
+    out = [{**record_json(e.index, explained(e)), "attention": api_attention(e)} for e in explore(loaded, texts, decode, maps=attention, raw=raw)]
     if not attention:
         for r in out:
             r["attention"] = None

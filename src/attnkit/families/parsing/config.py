@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, PositiveInt, Tag, model_validator
 
-from attnkit.config.models import Transformer
+from attnkit.config.models import TransformerConfig
 from attnkit.config.schema import Metric, RunBase, Strict
 from attnkit.errors import DataError
 
@@ -82,7 +82,7 @@ class ParseData(Strict):
         raise DataError(f"no treebank: set data.treebank (looked in {', '.join(str(p) for p in candidates)})")
 
 
-class ParseModel(Transformer):
+class ParseModel(TransformerConfig):
     """The shared Transformer section plus `pointer`: the decoder input also carries the encoder
     state of the next word to write (`families.parsing.model`; Ma et al. 2017), and `tagger`: a
     linear layer on the encoder predicts each word's POS tag, trained with the parse. Both off by

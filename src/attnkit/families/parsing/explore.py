@@ -4,9 +4,10 @@
 `model.attentions` (as the translation family does) for every map in the common format: encoder
 self-attention (words x words), decoder self-attention (symbols x decoder input) and
 encoder-decoder attention (output symbols x words), per layer and head. `explained` gives the
-core's `Explained` of a parse; its record (`record`, through `viz.records`) is the attention JSONL
-format of `viz.export` (`id`, `src`, `tgt`, `attention`, `score`) plus the common `source`, `text`
-(the bracketed tree), `nbest` and `maps`, and the family's `tree`, `svg` (`draw.tree_svg`) and `repaired`. A chart parse (`chart.infer`) has the encoder's self-attention
+core's `ExplainedInput` of a parse (the core serializes it, `viz.records`): the common `source`, `text`
+(the bracketed tree), `nbest` and views, and as its fields `id`, `src`, `tgt` and `score` of the attention
+JSONL format (`viz.export`) and the family's `tree`, `svg` (`draw.tree_svg`) and `repaired`; `api_attention`
+is what `POST /v1/parse` adds, the search's attention (`attention`, [symbol][word]). A chart parse (`chart.infer`) has the encoder's self-attention
 as its only map and adds `chart` (`chart_record`): each span's best label and score.
 """
 
@@ -25,9 +26,8 @@ from attnkit.families.parsing.codec import ParseVocabs, source_ids, tokenize
 from attnkit.families.parsing.draw import tree_svg
 from attnkit.families.parsing.infer import ParseResult
 from attnkit.families.protocol import ExploreOptions
-from attnkit.viz.attention_view import CROSS, DECODER_SELF, ENCODER, AttentionView, Explained
+from attnkit.viz.attention_view import CROSS, DECODER_SELF, ENCODER, AttentionView, ExplainedInput
 from attnkit.viz.export import attention_record
-from attnkit.viz.records import record_json
 
 # the kinds of a parse's views (`Family.attention_kinds`): the core Transformer's, over words and symbols
 KINDS = (replace(ENCODER, axes=("words (keys)", "words (queries)")), replace(DECODER_SELF, axes=("decoder input", "output symbols")),
@@ -36,14 +36,14 @@ ENCODER_WORDS = KINDS[0]
 
 
 @dataclass
-class Explored:
+class ExploredParse:
     index: int
     source: str
     result: ParseResult
     views: list[AttentionView]
 
 
-def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, raw: bool = False) -> list[Explored]:
+def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, raw: bool = False) -> list[ExploredParse]:
     """Parse `lines` (tokenised, or `raw` text) and collect the attention maps of each parse."""
     sentences = [tokenize(line) if raw else line.split() for line in lines]
     results = parse(loaded.model, loaded.vocabs, sentences, decode, return_attention=True)
@@ -53,7 +53,7 @@ def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bo
         views = [chart_views(r) for r in results]  # type: ignore[arg-type]
     else:
         views = attention_views(loaded.model, loaded.vocabs, results)
-    return [Explored(i, line, r, v) for i, (line, r, v) in enumerate(zip(lines, results, views))]
+    return [ExploredParse(i, line, r, v) for i, (line, r, v) in enumerate(zip(lines, results, views))]
 
 
 @torch.inference_mode()
@@ -90,26 +90,22 @@ def chart_record(words: list[str], chart: SpanChart) -> dict:
     return {"words": words, "best": best, "labels": labels, "in_tree": [[i, j - 1] for i, j in chart.in_tree]}
 
 
-def explained(e: Explored) -> Explained:
-    """One parse as the core's `Explained` (see the module docstring)."""
+def explained(e: ExploredParse) -> ExplainedInput:
+    """One parse as the core's `ExplainedInput` (see the module docstring)."""
     r = e.result
     src, tgt = [*r.words, "</s>"], [*r.symbols, *(["</s>"] if r.finished else [])]
-    fields = (
-        attention_record(e.index, src, tgt, r.attention, r.score)
-        if r.attention is not None
-        else {"id": e.index, "src": src, "tgt": tgt, "attention": None, "score": r.score}
-    )
     text = str(r.tree)
-    fields.update(tree=text, svg=tree_svg(r.tree), repaired=r.repaired)
+    fields = {"id": e.index, "src": src, "tgt": tgt, "score": r.score, "tree": text, "svg": tree_svg(r.tree), "repaired": r.repaired}
     if isinstance(r, ChartResult) and r.chart is not None:
         fields["chart"] = chart_record(r.words, r.chart)
-    return Explained(e.source, text, e.views, [{"text": text, "score": round(r.score, 4), "finished": r.finished}], fields=fields)
+    return ExplainedInput(e.source, text, e.views, [{"text": text, "score": round(r.score, 4), "finished": r.finished}], fields=fields)
 
 
-def record(e: Explored) -> dict:
-    """The JSON record of one parse (see the module docstring)."""
-    return record_json(e.index, explained(e))
+def api_attention(e: ExploredParse) -> list[list[float]] | None:
+    """The search's attention [symbol][word] (rounded as in `viz.export`), or None without it."""
+    r = e.result
+    return None if r.attention is None else attention_record(e.index, [], [], r.attention)["attention"]
 
 
-def explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[Explained]:
+def explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[ExplainedInput]:
     return [explained(e) for e in explore(loaded, lines, options.decode)]

@@ -41,7 +41,7 @@ PREPARE_STEPS = 4  # reading the trees, the vocabularies, encoding train, encodi
 
 
 @dataclass
-class TrainData:
+class ParseTrainData:
     vocabs: ParseVocabs
     train: list[Example]
     valid: list[Example]
@@ -105,7 +105,7 @@ def read_splits(run: ParseRun, path: Path | None) -> dict[str, list[Tree]]:
     return {**splits, "train": splits["train"][: max(1, round(len(splits["train"]) * run.data.train_fraction))]}
 
 
-def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
+def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> ParseTrainData:
     """The prepared data of `run`: read from the cache, or read, linearised and encoded into it."""
     path, files = tree_sources(run, data_dir)
     settings = run.data.model_dump(mode="json", exclude={"treebank", "train", "valid"})
@@ -115,7 +115,7 @@ def load_data(run: ParseRun, run_dir: Path, data_dir: str | None) -> TrainData:
     ids = load_sequences(folder / "examples.safetensors")
     vocabs = vocabs_from_json(info["vocabs"], folder)
     train, valid = list(zip(ids["train_src"], ids["train_tgt"])), list(zip(ids["valid_src"], ids["valid_tgt"]))
-    return TrainData(vocabs, train, valid, info["dev_gold"], ids.get("train_tags"), ids.get("valid_tags"))
+    return ParseTrainData(vocabs, train, valid, info["dev_gold"], ids.get("train_tags"), ids.get("valid_tags"))
 
 
 def training_trees(run: ParseRun, path: Path | None, what: str) -> tuple[list, list]:
@@ -182,7 +182,7 @@ class ParseTask:
 
     unit = "tokens"
 
-    def __init__(self, run: ParseRun, data: TrainData) -> None:
+    def __init__(self, run: ParseRun, data: ParseTrainData) -> None:
         self.run, self.data = run, data
         self.vocabs = data.vocabs
         self.train_lengths = sequence_lengths(data.train)

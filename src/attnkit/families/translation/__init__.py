@@ -21,7 +21,7 @@ from attnkit.families.translation.data import commands as data_commands
 from attnkit.families.translation.explore import KINDS, explained, explore
 from attnkit.families.translation.model import build
 from attnkit.families.translation.task import TranslationTask, load_data
-from attnkit.viz.attention_view import Explained
+from attnkit.viz.attention_view import ExplainedInput
 
 
 def _task(run: TranslationRun, run_dir: Path, data_dir: str | None) -> TranslationTask:
@@ -32,7 +32,7 @@ def _init_task(run: TranslationRun, run_dir: Path, data_dir: str | None, vocabs:
     return TranslationTask(run, load_data(run, run_dir, data_dir, vocabs))
 
 
-def _explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[Explained]:
+def _explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[ExplainedInput]:
     return [explained(e) for e in explore(loaded, lines, options.decode, words=options.words)]
 
 

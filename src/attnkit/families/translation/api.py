@@ -8,8 +8,9 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from attnkit.artifacts.runs import LoadedRun
-from attnkit.families.protocol import Api, ApiRequest, Endpoint, OptionalFloat, OptionalInt, Page
-from attnkit.families.translation.explore import explore, explore_decode, record
+from attnkit.families.protocol import Api, ApiRequest, AttentionMap, Endpoint, OptionalFloat, OptionalInt, Page
+from attnkit.families.translation.explore import ExploredTranslation, api_attention, explained, explore, explore_decode
+from attnkit.viz.records import record_json
 
 STATIC = resources.files("attnkit.families.translation") / "static"
 
@@ -21,26 +22,20 @@ class TranslateRequest(ApiRequest):
     words: StrictBool = Field(False, description="merge subword pieces into words in the attention matrices")
 
 
-class Hypothesis(BaseModel):
+class HypothesisResult(BaseModel):
     text: str
     score: float
     finished: bool
 
 
-class AttentionMap(BaseModel):
-    rows: list[str] = Field(description="query tokens")
-    cols: list[str] = Field(description="key tokens")
-    layers: list[list[list[list[float]]]] = Field(description="weights [layer][head][row][col]")
-
-
-class Translation(BaseModel):
+class TranslationResult(BaseModel):
     """The attention JSONL record of `attnkit translate --attention` plus text, n-best and maps."""
 
     id: int
     source: str
     text: str
     score: float
-    nbest: list[Hypothesis]
+    nbest: list[HypothesisResult]
     src: list[str] = Field(description="source pieces (+ </s>)")
     tgt: list[str] = Field(description="output pieces (+ </s> if finished)")
     attention: list[list[float]] | None = Field(None, description="last layer's cross-attention, mean over heads [tgt][src]")
@@ -51,7 +46,7 @@ class TranslateResponse(BaseModel):
     model_config = ConfigDict(protected_namespaces=())
 
     model: str
-    results: list[Translation]
+    results: list[TranslationResult]
 
 
 def batch_key(loaded: LoadedRun, body: TranslateRequest, batch_size: int) -> Hashable:
@@ -60,9 +55,14 @@ def batch_key(loaded: LoadedRun, body: TranslateRequest, batch_size: int) -> Has
     return decode, body.attention, body.words
 
 
+def result(e: ExploredTranslation) -> dict:
+    """One translation as `POST /v1/translate` answers it: its record (`viz.records`) and the search's attention."""
+    return {**record_json(e.index, explained(e)), "attention": api_attention(e)}
+
+
 def answer(loaded: LoadedRun, key: Hashable, texts: list[str], batch_size: int) -> list[dict]:
     decode, attention, words = key
-    return [record(e) for e in explore(loaded, texts, decode, maps=attention, words=words)]
+    return [result(e) for e in explore(loaded, texts, decode, maps=attention, words=words)]
 
 
 API = Api(

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
-from attnkit.config.models import Transformer
+from attnkit.config.models import TransformerConfig
 from attnkit.config.schema import Metric, RunBase, Strict
 
 Action = Literal["fail", "warn", "skip"]
@@ -142,7 +142,7 @@ class Rnn(Strict):
         return self
 
 
-Model = Annotated[Transformer | Rnn, Field(discriminator="kind")]
+Model = Annotated[TransformerConfig | Rnn, Field(discriminator="kind")]
 
 
 class TranslationRun(RunBase):
@@ -151,4 +151,4 @@ class TranslationRun(RunBase):
     METRICS = (Metric("bleu", "BLEU"),)
     EARLY_STOPPING = "bleu"
     data: Data
-    model: Model = Transformer()
+    model: Model = TransformerConfig()

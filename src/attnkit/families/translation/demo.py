@@ -6,8 +6,9 @@ attention and input feeding) on Multi30k En->De (data from --data, data/multi30k
 anti-diagonal). Of the presets it is the one that translates soonest: with a 4k BPE, 25.2
 validation BLEU after 300 updates, where the Transformer preset has 3.2 (README, "The demo").
 `showcase` translates the test set (beam 5), prints three samples and the test BLEU, writes a
-cross-attention heatmap and an offline HTML report of a few sentences, and prints the command that
-serves the run in a browser.
+cross-attention heatmap and, through the `report` it is given (the core's one road to a page,
+`attnkit.demo`), an offline HTML report of a few sentences, and prints the command that serves the
+run in a browser.
 """
 
 from __future__ import annotations
@@ -21,12 +22,9 @@ from attnkit.families.translation.bleu import score_translations
 from attnkit.families.translation.config import TranslationRun
 from attnkit.families.translation.data.corpus import corpus_splits, multi30k_dir, split_pairs
 from attnkit.families.translation.data.fetch import fetch_multi30k
-from attnkit.families.translation.explore import explore, record
 from attnkit.families.translation.translate import translate
 from attnkit.progress import counter
-from attnkit.viz.curves import run_curves
 from attnkit.viz.heatmap import plot_attention
-from attnkit.viz.report import write_report
 
 PRESET, FALLBACK = "rnn-luong-m30k", "toy-reverse"
 STEPS = 450  # updates of the demo (README, "The demo": what they reach, and in how many minutes)
@@ -64,8 +62,8 @@ def setup(load: Callable[[str, list[str]], TranslationRun], steps: int, minutes:
     return load(PRESET, [*budget, f"data.dir={folder}", *TRAIN_OVERRIDES]), str(folder)
 
 
-def showcase(loaded: LoadedRun, data_dir: str | None, out_dir: Path) -> None:
-    """Translate the test split; print samples and BLEU; write the heatmap and the report; say how to serve."""
+def showcase(loaded: LoadedRun, data_dir: str | None, out_dir: Path, report: Callable[[list[str], int], Path]) -> None:
+    """Translate the test split; print samples and BLEU; write the heatmap and (`report(lines, beam)`) the report; say how to serve."""
     pairs = split_pairs(corpus_splits(loaded.run.data, data_dir)["test"])
     src, ref = [s for s, _ in pairs], [t for _, t in pairs]
     decode = loaded.run.decode.with_overrides(beam=5) if data_dir is not None else loaded.run.decode
@@ -80,10 +78,8 @@ def showcase(loaded: LoadedRun, data_dir: str | None, out_dir: Path) -> None:
     layer = " (last layer, mean over heads)" if loaded.run.model.kind == "transformer" else ""
     png = plot_attention(best.attention, best.src_pieces, best.tgt_pieces, out_dir / "attention.png", title=f"encoder-decoder attention{layer}")
     print(f"Cross-attention heatmap: {png}")
-    curves = run_curves(out_dir, TranslationRun.METRICS)
-    report = write_report([record(e) for e in explore(loaded, src[:REPORT_SENTENCES], decode)], out_dir / "report.html",
-                          title=f"attnkit demo: {REPORT_SENTENCES} test sentences", curves=[curves.to_json()])  # fmt: skip
-    print(f"Offline HTML report ({REPORT_SENTENCES} test sentences, every attention map, the training curves): {report}")
+    page = report(src[:REPORT_SENTENCES], decode.beam)
+    print(f"Offline HTML report ({REPORT_SENTENCES} test sentences, every attention map, the training curves): {page}")
     print(f"Explore the model in a browser: .venv/bin/attnkit serve {out_dir}   (then open http://127.0.0.1:8000)")
     if data_dir is not None:
         print(f"The full preset (60 minutes on 2 cores): .venv/bin/attnkit train {PRESET} --out runs/rnn-luong")

@@ -6,9 +6,11 @@ in the common format: encoder self-attention (source x source), decoder self-att
 decoder input) and encoder-decoder attention (output x source), per layer and head. `merge_words` turns subword maps into word maps (`viz.words.merge_matrix`:
 the weights of a word's pieces are summed over keys, so rows still sum to 1, and averaged over queries).
 
-`explained` gives the core's `Explained` of a translation (`viz.attention_view`); its record (`record`,
-through `viz.records`) is the attention JSONL format of `viz.export` (`id`, `src`, `tgt`, `attention`,
-`score`) plus the common `source`, `text`, `nbest` and `maps`.
+`explained` gives the core's `ExplainedInput` of a translation (`viz.attention_view`): the common
+`source`, `text`, `nbest` and views, and as its fields `id`, `src`, `tgt` and `score` of the attention JSONL
+format (`viz.export`); the core serializes it (`viz.records`). `api_attention` is what `POST /v1/translate`
+adds: the search's attention (`attention`, [tgt][src]), which the record itself does not repeat (its `maps`
+hold every layer).
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ from attnkit.data.vocab import SPECIALS
 from attnkit.families.translation.codec import Vocabs
 from attnkit.families.translation.teacher_forced import Maps, step_attention, teacher_forced
 from attnkit.families.translation.translate import Translation, translate_run
-from attnkit.viz.attention_view import CROSS, DECODER_SELF, ENCODER, AttentionView, Explained
+from attnkit.viz.attention_view import CROSS, DECODER_SELF, ENCODER, AttentionView, ExplainedInput
 from attnkit.viz.export import attention_record
-from attnkit.viz.records import record_json
 from attnkit.viz.words import merge_matrix
 
 KINDS = (ENCODER, DECODER_SELF, CROSS)  # the kinds of a translation's views (`Family.attention_kinds`)
@@ -34,7 +35,7 @@ WORD_START = "\u2581"  # SentencePiece's word-start mark (and the char tokenizer
 
 
 @dataclass
-class Explored:
+class ExploredTranslation:
     """A source sentence, its n-best translations and the attention maps of the best one."""
 
     index: int
@@ -49,7 +50,7 @@ def explore_decode(decode: Decode, beam: int | None = None, alpha: float | None 
     return decode.with_overrides(nbest=nbest or decode.beam)
 
 
-def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, words: bool = False) -> list[Explored]:
+def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, words: bool = False) -> list[ExploredTranslation]:
     """Translate `lines` (with the run's engine, if it has one) and, with `maps`, collect every attention map of
     each best hypothesis in one teacher-forced pass; an engine's best hypotheses take their search attention from it."""
     engine = loaded.engine is not None
@@ -61,7 +62,7 @@ def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bo
         views = [attention_views(r[0], f) for r, f in zip(results, forced)]
         if engine:
             results = [[replace(r[0], attention=step_attention(f)), *r[1:]] for r, f in zip(results, forced)]
-    explored = [Explored(i, line, nbest, v) for i, (line, nbest, v) in enumerate(zip(lines, results, views))]
+    explored = [ExploredTranslation(i, line, nbest, v) for i, (line, nbest, v) in enumerate(zip(lines, results, views))]
     return [merge_words(e) for e in explored] if words and loaded.vocabs.src_tokenizer.kind != "word" else explored
 
 
@@ -95,7 +96,7 @@ def _words(pieces: list[str], groups: list[list[int]]) -> list[str]:
     return ["".join(pieces[i] for i in g).replace(WORD_START, "") or WORD_START for g in groups]
 
 
-def merge_words(e: Explored) -> Explored:
+def merge_words(e: ExploredTranslation) -> ExploredTranslation:
     """The explanation with subword pieces merged into words in every map and the best hypothesis."""
     views = []
     for v in e.views:
@@ -108,17 +109,15 @@ def merge_words(e: Explored) -> Explored:
     return replace(e, nbest=[best, *e.nbest[1:]], views=views)
 
 
-def explained(e: Explored) -> Explained:
-    """An explanation as the core's `Explained`: its fields the `viz.export` format (`id`, `src`, `tgt`, `attention`, `score`)."""
+def explained(e: ExploredTranslation) -> ExplainedInput:
+    """An explanation as the core's `ExplainedInput`: its fields `id`, `src`, `tgt` and `score` (module docstring)."""
     best = e.nbest[0]
-    if best.attention is None:
-        fields = {"id": e.index, "src": best.src_pieces, "tgt": best.tgt_pieces, "attention": None, "score": best.score}
-    else:
-        fields = attention_record(e.index, best.src_pieces, best.tgt_pieces, best.attention, best.score)
+    fields = {"id": e.index, "src": best.src_pieces, "tgt": best.tgt_pieces, "score": best.score}
     nbest = [{"text": h.text, "score": round(h.score, 4), "finished": h.finished} for h in e.nbest]
-    return Explained(e.source, best.text, e.views, nbest, fields=fields)
+    return ExplainedInput(e.source, best.text, e.views, nbest, fields=fields)
 
 
-def record(e: Explored) -> dict:
-    """The JSON record of an explanation (the `viz.export` format plus text, n-best and maps)."""
-    return record_json(e.index, explained(e))
+def api_attention(e: ExploredTranslation) -> list[list[float]] | None:
+    """The best hypothesis' search attention [tgt][src] (rounded as in `viz.export`), or None without maps."""
+    best = e.nbest[0]
+    return None if best.attention is None else attention_record(e.index, best.src_pieces, best.tgt_pieces, best.attention)["attention"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from attnkit.config.models import Transformer, build_transformer
+from attnkit.config.models import TransformerConfig, build_transformer
 from attnkit.families.translation.codec import Vocabs
 from attnkit.families.translation.config import Rnn, TranslationRun
 from attnkit.families.translation.rnn import RNNSeq2Seq
@@ -14,7 +14,7 @@ def build(run: TranslationRun, vocabs: Vocabs) -> nn.Module:
     """The model described by `run.model` for the given vocabularies."""
     cfg, joint = run.model, vocabs.joint
     sizes = {"src_vocab_size": len(vocabs.src_vocab), "tgt_vocab_size": len(vocabs.tgt_vocab)}
-    if isinstance(cfg, Transformer):
+    if isinstance(cfg, TransformerConfig):
         return build_transformer(cfg, **sizes, joint=joint)
     assert isinstance(cfg, Rnn)
     return RNNSeq2Seq(

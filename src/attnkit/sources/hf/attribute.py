@@ -23,11 +23,11 @@ from torch import Tensor
 
 from attnkit.analysis.attribution import embeddings_replaced
 from attnkit.errors import AttnkitError
-from attnkit.sources.hf.inputs import Prepared
+from attnkit.sources.hf.inputs import HfInputs
 from attnkit.sources.hf.load import HfModel
 
 
-def _run(hf: HfModel, prep: Prepared, embedding: torch.nn.Module, e: Tensor) -> Tensor:
+def _run(hf: HfModel, prep: HfInputs, embedding: torch.nn.Module, e: Tensor) -> Tensor:
     """The model's logits for the embedded inputs e (N, T, D): the embedding module's first output replaced
     (`embeddings_replaced`: an encoder-decoder model's shared embedding keeps its own output in the decoder)."""
     inputs = {k: v.expand(e.size(0), *v.shape[1:]) for k, v in prep.inputs.items()}
@@ -35,7 +35,7 @@ def _run(hf: HfModel, prep: Prepared, embedding: torch.nn.Module, e: Tensor) -> 
         return hf.model(**inputs).logits
 
 
-def score_function(hf: HfModel, prep: Prepared, output: int | None, logits: Tensor | None = None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
+def score_function(hf: HfModel, prep: HfInputs, output: int | None, logits: Tensor | None = None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
     """(f: (N, T, D) -> (N,), the input's embeddings (T, D), what f scores). `logits`: the model's output for `prep`
     where the caller has already run it (faithfulness's explained pass), which saves a forward pass."""
     if hf.arch == "vision":

@@ -7,7 +7,8 @@ its end token included) or the model's own greedy output (`generate`, one beam).
 decoder reads the start token and the target but its last token (`target_tokens`, the queries of
 `decoder_self` and `cross`), and position t emits output t (`output_tokens`). A vision model's
 input is the image, resized by its image processor; a token per patch, row by row, after the
-model's own ([CLS]) tokens.
+model's own ([CLS]) tokens. A sentence pair (``first<TAB>second``, with `pair`: `attnkit faithfulness
+--text2-column`) is encoded as the tokenizer encodes pairs (token types too).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from attnkit.sources.options import AttentionOptions
 
 
 @dataclass
-class Prepared:
+class HfInputs:
     """The forward call's inputs (batch 1) and the labels of its positions."""
 
     inputs: dict[str, Tensor]
@@ -69,7 +70,7 @@ def _decoder(hf: HfModel, ids: Tensor, options: AttentionOptions) -> tuple[Tenso
     return generated[:, :-1].clone(), generated[:, 1:].clone()  # (1, n), (1, n)
 
 
-def _image(hf: HfModel, image: str | None) -> Prepared:
+def _image(hf: HfModel, image: str | None) -> HfInputs:
     from PIL import Image, UnidentifiedImageError
 
     if image is None:
@@ -83,10 +84,21 @@ def _image(hf: HfModel, image: str | None) -> Prepared:
     patch = (patch, patch) if isinstance(patch, int) else tuple(patch or (1, 1))
     grid = (pixels.size(2) // patch[0], pixels.size(3) // patch[1])
     tokens = [f"patch {r},{c}" for r in range(grid[0]) for c in range(grid[1])]
-    return Prepared({"pixel_values": pixels.to(hf.model.device, hf.model.dtype)}, tokens, grid=grid)
+    return HfInputs({"pixel_values": pixels.to(hf.model.device, hf.model.dtype)}, tokens, grid=grid)
 
 
-def prepare(hf: HfModel, text: str | None, options: AttentionOptions) -> Prepared:
+def pair_inputs(hf: HfModel, text: str, truncate: bool) -> HfInputs:
+    """The inputs of a sentence pair ``first<TAB>second``, encoded as the tokenizer encodes pairs (token types too)."""
+    first, second = text.split("\t", 1)
+    limit = hf.max_positions
+    enc = hf.tokenizer(first, second, return_tensors="pt", **({"truncation": True, "max_length": limit} if truncate and limit else {}))
+    if limit is not None and enc["input_ids"].size(1) > limit:
+        raise AttnkitError(f"{hf.name}: the pair is {enc['input_ids'].size(1)} tokens, the model takes at most {limit} (--truncate cuts it)")
+    inputs = {k: v.to(hf.model.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}  # (1, S) each
+    return HfInputs(inputs, hf.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), specials=set(hf.tokenizer.all_special_tokens))
+
+
+def prepare(hf: HfModel, text: str | None, options: AttentionOptions) -> HfInputs:
     """The inputs of one forward call that yields every kind of attention the model has."""
     if hf.arch == "vision":
         return _image(hf, options.image or text)
@@ -94,10 +106,12 @@ def prepare(hf: HfModel, text: str | None, options: AttentionOptions) -> Prepare
         raise AttnkitError(f"{hf.name}: --image is for vision models; this is a text model ({hf.arch})")
     if options.target is not None and hf.arch != "encoder-decoder":
         raise AttnkitError(f"{hf.name}: --target is for encoder-decoder models; this one is {hf.arch}-only")
+    if options.pair and text is not None and "\t" in text:
+        return pair_inputs(hf, text, options.truncate)
     tok = hf.tokenizer
     ids = _ids(hf, text or "", options.truncate).to(hf.model.device)  # (1, S)
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    prep = Prepared(inputs, tok.convert_ids_to_tokens(ids[0].tolist()), specials=set(tok.all_special_tokens))
+    prep = HfInputs(inputs, tok.convert_ids_to_tokens(ids[0].tolist()), specials=set(tok.all_special_tokens))
     if hf.arch == "encoder-decoder":
         decoder_in, outputs = _decoder(hf, ids, options)
         inputs.update(decoder_input_ids=decoder_in, decoder_attention_mask=torch.ones_like(decoder_in))
@@ -107,7 +121,7 @@ def prepare(hf: HfModel, text: str | None, options: AttentionOptions) -> Prepare
     return prep
 
 
-def vision_tokens(prep: Prepared, length: int) -> list[str]:
+def vision_tokens(prep: HfInputs, length: int) -> list[str]:
     """The labels of a vision model's `length` positions: its own tokens first, then the patches."""
     extra = length - len(prep.tokens)
     if extra < 0:

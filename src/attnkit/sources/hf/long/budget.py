@@ -10,7 +10,7 @@ holds. `benchmarks/long_context.py` sets the estimate beside the measured peak.
 
 Above the budget (`--max-memory`, default half of the memory available now) the run is refused
 with one line that says what would fit: fewer layers, or rows only, or nothing (the forward pass
-alone is too big). The eager road (every full map, `sources.hf.export`) is held to the same budget
+alone is too big). The eager road (every full map, `sources.hf.read`) is held to the same budget
 (`check_eager`).
 """
 

@@ -1,9 +1,10 @@
 """The predicted class of a Hugging Face sequence classifier, ready for the faithfulness metrics
-(`sources.explained`, whose docstring says how tokens are removed and why: the mask token).
+(`sources.scored`, whose docstring says how tokens are removed and why: the mask token).
 
-One forward pass gives p(c | x) for the predicted class c and, through the attention hooks
-(`hf.collect.collecting`) and a `Collector`, row 0 ([CLS], `<s>`: what BERT-style heads pool) of
-each layer's head mean, of the rollout and of the flow. The attributions score c's logit
+The attention comes from the input's record (`sources.record.explain_inputs`, the one road): row 0
+([CLS], `<s>`: what BERT-style heads pool) of each layer's head mean, of the rollout and of the flow
+(`sources.scored.compared_rows`). What re-runs the model is read from the source: the inputs
+(`hf.inputs.prepare`, again) and one forward pass for p(c | x), c the predicted class. The attributions score c's logit
 (`hf.attribute.score_function`). The ranked tokens are the input's tokens but its special ones; a
 sentence pair (``first<TAB>second``, `--text2-column`) is encoded as the tokenizer encodes pairs, and the
 tokens of both texts are ranked.
@@ -15,12 +16,10 @@ import torch
 from torch import Tensor
 
 from attnkit.errors import AttnkitError
-from attnkit.sources.collect import Collector
-from attnkit.sources.explained import Discard, Explained, batched
-from attnkit.sources.hf.collect import collecting
-from attnkit.sources.hf.inputs import Prepared, prepare
+from attnkit.sources.hf.inputs import HfInputs, prepare
 from attnkit.sources.hf.load import HfModel
 from attnkit.sources.options import AttentionOptions
+from attnkit.sources.scored import ScoredOutput, batched, compared_rows
 
 
 def mask_id(hf: HfModel) -> int:
@@ -32,7 +31,7 @@ def mask_id(hf: HfModel) -> int:
     return found
 
 
-def masked_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
+def masked_predict(hf: HfModel, prep: HfInputs, positions: list[int], c: int):
     """keep (N, T) -> p(c | the input with the tokens at `positions` where keep is False masked) (N,)."""
     ids = prep.inputs["input_ids"]  # (1, S)
     replacement = mask_id(hf)
@@ -51,7 +50,7 @@ def masked_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
     return batched(predict)
 
 
-def deleted_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
+def deleted_predict(hf: HfModel, prep: HfInputs, positions: list[int], c: int):
     """keep (N, T) -> p(c | the input with the tokens at `positions` where keep is False deleted) (N,): the removal of
     ferret-xai and of ERASER's BERT pipeline (`analysis.faithfulness.ferret_aopc`); each batch padded to its longest input."""
     ranked = torch.zeros(prep.inputs["input_ids"].size(1), dtype=torch.bool)  # (S,)
@@ -77,17 +76,6 @@ def deleted_predict(hf: HfModel, prep: Prepared, positions: list[int], c: int):
     return batched(predict)
 
 
-def pair_inputs(hf: HfModel, text: str, truncate: bool) -> Prepared:
-    """The inputs of a sentence pair ``first<TAB>second``, encoded as the tokenizer encodes pairs (token types too)."""
-    first, second = text.split("\t", 1)
-    limit = hf.max_positions
-    enc = hf.tokenizer(first, second, return_tensors="pt", **({"truncation": True, "max_length": limit} if truncate and limit else {}))
-    if limit is not None and enc["input_ids"].size(1) > limit:
-        raise AttnkitError(f"{hf.name}: the pair is {enc['input_ids'].size(1)} tokens, the model takes at most {limit} (--truncate cuts it)")
-    inputs = {k: v.to(hf.model.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}  # (1, S) each
-    return Prepared(inputs, hf.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), specials=set(hf.tokenizer.all_special_tokens))
-
-
 def check_hf(hf: HfModel) -> None:
     """One line unless `hf` is an encoder with a sequence-classification head."""
     if hf.arch != "encoder":
@@ -97,17 +85,20 @@ def check_hf(hf: HfModel) -> None:
         raise AttnkitError(f"{hf.name}: {name} has no sequence-classification head (...ForSequenceClassification)")
 
 
-def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = False, removal: str = "mask") -> Explained:
-    """The predicted class of `text` through a sequence classifier (module docstring); `removal="delete"`:
+def scored_hf(source, text: str, flow: bool = False, truncate: bool = False, removal: str = "mask") -> ScoredOutput:
+    """The predicted class of `text` through the sequence classifier `source.hf` (module docstring); `removal="delete"`:
     tokens are deleted as ferret-xai deletes them (`deleted_predict`)."""
     from attnkit.sources.hf.attribute import score_function
+    from attnkit.sources.record import explain_inputs
 
+    hf: HfModel = source.hf
     check_hf(hf)
-    prep = pair_inputs(hf, text, truncate) if "\t" in text else prepare(hf, text, AttentionOptions(truncate=truncate))
-    collector = Collector(Discard(), flow=flow, output=("encoder", 0))
-    with collecting(hf.model, hf.arch, collector), torch.inference_mode():
+    options = AttentionOptions(truncate=truncate, pair=True)
+    (record,) = explain_inputs(source, [text], options)
+    rows = compared_rows(record, ("encoder", 0), flow)  # name -> (S,)
+    prep = prepare(hf, text, options)
+    with torch.inference_mode():
         logits = hf.model(**prep.inputs).logits  # (1, C)
-    collector.finish()
     probs = logits[0].double().softmax(dim=-1)  # (C,)
     c = int(probs.argmax())
     specials = set(hf.tokenizer.all_special_ids)
@@ -115,7 +106,7 @@ def explain_hf(hf: HfModel, text: str, flow: bool = False, truncate: bool = Fals
     if not positions:
         raise AttnkitError(f"{hf.name}: the text {text!r} has no tokens but special ones")
     f, x, label = score_function(hf, prep, c, logits)  # the pass above: no second one
-    attention = {name: row[positions] for name, row in collector.compared.items()}  # (T,) each
+    attention = {name: row[positions] for name, row in rows.items()}  # (T,) each
     tokens = [prep.tokens[i] for i in positions]
     predict = (deleted_predict if removal == "delete" else masked_predict)(hf, prep, positions, c)
-    return Explained(tokens, label, float(probs[c]), predict, attention, f, x, positions)
+    return ScoredOutput(tokens, label, float(probs[c]), predict, attention, f, x, positions)

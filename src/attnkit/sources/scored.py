@@ -1,20 +1,22 @@
 """One output of one input, ready for the faithfulness metrics: its tokens, p(y | x), how to take tokens
 away, the rows of attention it reads, and the score its attributions explain.
 
-`explain_run` (and `sources.hf.explained.explain_hf`) give an `Explained` per output a source explains: one for a classifier
+`scored_run` (and `sources.hf.scored.scored_hf`) give a `ScoredOutput` per output a source explains: one for a classifier
 (the class it predicts), one per output token for a translation run (output t of the hypothesis the
-explorer shows, teacher-forced). The attention rows come from the same `Collector` as `attnkit
-attention`'s npz (`sources.collect`, `compared`): that output's row of each layer's head mean
-(`<kind>/layer<l>`), of `rollout` and of `flow` (a classifier's hops: the mean of the hops).
+explorer shows, teacher-forced). The attention rows come from the input's record, the one every page
+and file is made from (`sources.record.explain_inputs`), through the same `Collector` as `attnkit
+attention`'s npz (`compared_rows`): that output's row of each layer's head mean (`<kind>/layer<l>`), of
+`rollout` and of `flow` (a classifier's hops: the mean of the hops). What re-runs the model (the score
+function, the embeddings, the inputs) the metrics read from the source, not from the record.
 
-How a token is taken away (`Explained.predict`), and why:
+How a token is taken away (`ScoredOutput.predict`), and why:
 
 - attnkit runs: its embedding (what the family's `Family.attribution` score replaces) is set to zeros,
   the token itself staying in place. Zeros are the baseline integrated gradients starts from, so the
   removals and the attributions agree on what "absent" means; in a sentence classifier they are also
   the embedding of `<pad>` (its row is kept at zero), the model's own "nothing here". The families'
   scores are log-probabilities, so p(y | x') = exp f(x'). Positions stay where they were.
-- Hugging Face classifiers (`sources.hf.explained`): the token is replaced by the tokenizer's mask
+- Hugging Face classifiers (`sources.hf.scored`): the token is replaced by the tokenizer's mask
   token (`[MASK]`; `<unk>` when it has none), the input the model was pretrained to read as "a word is
   missing here". Deleting it instead (as ERASER's BERT pipeline does) would move every later token to
   another position and, for the whole input removed, leave `[CLS] [SEP]`, a text the classifier never
@@ -33,13 +35,15 @@ from torch import Tensor
 
 from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector
+from attnkit.sources.options import AttentionOptions
+from attnkit.viz.attention_view import ExplainedInput
 
 ScoreFn = Callable[[Tensor], Tensor]
 TOKENS = 8192  # tokens per forward pass of removals: a short input's are one pass, a long one's leave-one-out (T copies) several
 
 
 @dataclass
-class Explained:
+class ScoredOutput:
     """One explained output (module docstring)."""
 
     tokens: list[str]  # the T tokens that are ranked and removed
@@ -53,10 +57,24 @@ class Explained:
 
 
 class Discard:
-    """A writer for a `Collector` whose maps are not kept (only its `compared` rows are used)."""
+    """A store for a `Collector` whose maps are not kept (only its `compared` rows are used)."""
 
-    def add(self, name: str, array: object) -> None:
+    def layer(self, member: str, weights: object) -> None:
         pass
+
+    def summary(self, member: str, weights: object) -> None:
+        pass
+
+
+def compared_rows(record: ExplainedInput, output: tuple[str, int | None] | None, flow: bool) -> dict[str, Tensor]:
+    """The rows of the record's attention that `output` (kind, row) reads: name -> (S,) (`Collector.compared`)."""
+    collector = Collector(Discard(), flow=flow, output=output)
+    for view in record.views:
+        if view.role != "summary":
+            for weights in view.layers:  # (H, Tq, Tk)
+                collector(view.kind, weights)
+    collector.finish()
+    return dict(collector.compared)
 
 
 def batched(predict: Callable[[Tensor], Tensor], tokens: int = TOKENS) -> Callable[[Tensor], Tensor]:
@@ -99,31 +117,26 @@ def check_run(loaded) -> None:
         raise AttnkitError(f"{loaded.folder}: a {loaded.family.name} run gives no score to explain (classifier and translation runs do)")
 
 
-def explain_run(loaded, text: str, flow: bool = False) -> list[Explained]:
-    """Every output of `text` through an attnkit run: its class, or each output token of its hypothesis."""
-    from attnkit.families.protocol import ExploreOptions
+def scored_run(source, text: str, flow: bool = False) -> list[ScoredOutput]:
+    """Every output of `text` through the attnkit run `source.loaded`: its class, or each output token of its hypothesis."""
+    from attnkit.sources.record import explain_inputs
     from attnkit.sources.run import output_row
 
-    family = loaded.family
+    loaded = source.loaded
     check_run(loaded)
-    views = family.views(loaded, [text], ExploreOptions(loaded.run.decode.with_overrides(nbest=1)))[0]
-    if not views:
-        raise AttnkitError(f"{loaded.folder}: the model has no attention maps")
-    cross = next((v for v in views if v.kind == "cross"), None)
+    (record,) = explain_inputs(source, [text], AttentionOptions(nbest=1))
+    views = [v for v in record.views if v.role != "summary"]
+    cross = record.view("cross")
     outputs = [None] if cross is None else list(range(len(cross.rows)))
-    explained = []
+    scored = []
     for output in outputs:
         row = output_row(views, output)
-        collector = Collector(Discard(), flow=flow, output=row)
-        for view in views:
-            for weights in view.layers:  # (H, Tq, Tk)
-                collector(view.kind, weights)
-        collector.finish()
+        attention = compared_rows(record, row, flow)
         tokens = next(v.cols for v in views if v.kind == row[0])
-        f, x, label = family.attribution(loaded, text, output)
+        f, x, label = loaded.family.attribution(loaded, text, output)
         if x.size(0) != len(tokens):
             raise AttnkitError(f"{loaded.folder}: the score reads {x.size(0)} input positions, the attention {len(tokens)}")
         predict = embedding_removal(f, x)
         p = float(predict(torch.ones(1, len(tokens), dtype=torch.bool))[0])
-        explained.append(Explained(list(tokens), label, p, predict, dict(collector.compared), f, x, list(range(len(tokens)))))
-    return explained
+        scored.append(ScoredOutput(list(tokens), label, p, predict, attention, f, x, list(range(len(tokens)))))
+    return scored
