@@ -70,7 +70,7 @@ def test_attributions_of_an_attention_score_match_the_reference(seed):
 def test_attributions_of_a_tiny_bert_classifier_match_the_reference():
     transformers = pytest.importorskip("transformers")
     from attnkit.sources.hf.attribute import score_function
-    from attnkit.sources.hf.inputs import Prepared
+    from attnkit.sources.hf.inputs import HfInputs
     from attnkit.sources.hf.load import HfModel
 
     config = transformers.BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
@@ -80,7 +80,7 @@ def test_attributions_of_a_tiny_bert_classifier_match_the_reference():
     ids = torch.tensor([[2, 7, 11, 5, 19, 3]])  # (1, S)
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
     hf = HfModel("tiny-bert", model, None, None, "encoder", 32)
-    f, x, label = score_function(hf, Prepared(inputs, [str(i) for i in ids[0].tolist()]), None)
+    f, x, label = score_function(hf, HfInputs(inputs, [str(i) for i in ids[0].tolist()]), None)
     c = int(model(**inputs).logits[0].argmax())
     assert label.startswith(f"class {c}")
 

@@ -306,12 +306,12 @@ def test_a_text_the_model_cannot_take_is_named_by_file_and_number(hf_folder, tmp
     assert len(_lines(tmp_path / "o")) == 2  # the header and the first text, done before the error
 
 
-def test_the_bert_classifiers_figures_are_the_per_input_paths_in_four_passes_a_text(sharp_bert, tmp_path):
+def test_the_bert_classifiers_figures_are_the_per_input_paths_in_five_passes_a_text(sharp_bert, tmp_path):
     """The batched run (input x gradient and integrated gradients from one pass, the removals of every ranking in
     one call) against the old per-input path: captum's InputXGradient and IntegratedGradients each on its own,
     leave-one-out one masked forward pass per token, comprehensiveness one per bin."""
     from attnkit.analysis.attribution import input_x_gradient, integrated_gradients
-    from attnkit.sources.faithfulness import explain
+    from attnkit.sources.faithfulness import scored_outputs
 
     data, out = tmp_path / "data.jsonl", tmp_path / "out"
     data.write_text("".join(json.dumps({"text": t}) + "\n" for t in BERT_TEXTS), encoding="utf-8")
@@ -325,12 +325,12 @@ def test_the_bert_classifiers_figures_are_the_per_input_paths_in_four_passes_a_t
         handle.remove()
     records = _lines(out)[1:]
     steps = [r["outputs"][0]["ig"]["steps"] for r in records]
-    # per text: the explained forward pass, the gradient pass (one more per doubling of the steps),
-    # leave-one-out's removals, every ranking's other removals
-    assert len(passes) == sum(4 + int(math.log2(s // 50)) for s in steps)
+    # per text: the record's pass (its attention, through the one builder), the forward pass scored (its logits),
+    # the gradient pass (one more per doubling of the steps), leave-one-out's removals, every ranking's other removals
+    assert len(passes) == sum(5 + int(math.log2(s // 50)) for s in steps)
     for text, record in zip(BERT_TEXTS, records):
         (o,) = record["outputs"]
-        (e,) = explain(source, text, settings)
+        (e,) = scored_outputs(source, text, settings)
         assert o["scores"]["ixg"] == pytest.approx(input_x_gradient(e.f, e.x).scores[e.positions].tolist(), abs=1e-6)
         ig = integrated_gradients(e.f, e.x, check=False)
         assert o["scores"]["ig"] == pytest.approx(ig.scores[e.positions].tolist(), abs=1e-6) and o["ig"]["steps"] == ig.steps
