@@ -152,15 +152,15 @@ def attnkit_generation(folder: Path, items: list[str], steps: int) -> list[dict]
     """Per text, attnkit's attributions of the most likely next token's log-probability (inseq's baseline for
     integrated gradients: [UNK] everywhere) and its row of each layer's attention, head mean, as inseq_eval.py writes them."""
     import torch
-    from attnkit.sources.explained import Discard
 
     from attnkit.analysis.attribution import input_x_gradient, integrated_gradients
-    from attnkit.sources.collect import Collector
     from attnkit.sources.hf.attribute import score_function
-    from attnkit.sources.hf.collect import collecting
     from attnkit.sources.hf.inputs import prepare
     from attnkit.sources.hf.load import load
     from attnkit.sources.options import AttentionOptions
+    from attnkit.sources.record import explain_inputs
+    from attnkit.sources.scored import compared_rows
+    from attnkit.sources.source import HfSource
 
     hf = load(str(folder))
     cases = []
@@ -174,11 +174,9 @@ def attnkit_generation(folder: Path, items: list[str], steps: int) -> list[dict]
         seconds["input_x_gradient"], start = time.perf_counter() - start, time.perf_counter()
         ig = integrated_gradients(f, x, baseline=base, steps=steps, check=False).scores.tolist()
         seconds["integrated_gradients"], start = time.perf_counter() - start, time.perf_counter()
-        collector = Collector(Discard(), output=("self", x.size(0) - 1))
-        with collecting(hf.model, hf.arch, collector), torch.inference_mode():
-            hf.model(**prep.inputs)
-        collector.finish()
-        rows = [collector.compared[f"self/layer{i + 1}"].tolist() for i in range(hf.model.config.n_layer)]  # (L, T)
+        (record,) = explain_inputs(HfSource(hf), [text], AttentionOptions())  # the one road's record of the text
+        compared = compared_rows(record, ("self", x.size(0) - 1), flow=False)  # the last position's rows
+        rows = [compared[f"self/layer{i + 1}"].tolist() for i in range(hf.model.config.n_layer)]  # (L, T)
         seconds["attention"] = time.perf_counter() - start
         cases.append({"scores": {"input_x_gradient": ixg, "integrated_gradients": ig, "attention": rows}, "seconds": seconds, "label": label})
     return cases
