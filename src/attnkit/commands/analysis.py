@@ -3,8 +3,8 @@ Transformer run needs (`sources.importance`); `attnkit faithfulness`: is attenti
 a data set (docs/analysis.md).
 
 Generic over families: it reads the run's records (`sources.record.explain_inputs`, as `plot` does) and
-keeps the views of the self-attention kinds (`SELF_ATTENTION`: a translation's or parser's `encoder`
-and `decoder_self`), one `HeadStats` per kind. It selects by kind, never by shape: cross attention
+keeps the views whose kind declares its queries and keys positions of one sequence (`AttentionKind.positions`:
+a translation's or parser's `encoder` and `decoder_self`), one `HeadStats` per kind. It selects by kind, never by shape: cross attention
 is square whenever the output is as long as the input, and a classifier's `hops` whenever the text
 has r words, yet neither has positions to compare.
 """
@@ -19,7 +19,6 @@ from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, add_text, exa
 from attnkit.errors import AttnkitError
 
 SEPARATORS = ("</s>", "[SEP]")
-SELF_ATTENTION = ("encoder", "decoder_self", "self")  # the kinds whose queries and keys are positions of one sequence
 
 
 def head_statistics_of_run(loaded, lines: list[str], separators: list[str], beam: int = 1) -> dict:
@@ -37,14 +36,14 @@ def head_statistics_of_run(loaded, lines: list[str], separators: list[str], beam
         for start in range(0, len(lines), step):
             for record in explain_inputs(RunSource(loaded), lines[start : start + step], options):
                 for view in record.views:
-                    if view.kind not in SELF_ATTENTION:
+                    if not view.positions:
                         continue
                     if view.kind not in stats:
                         stats[view.kind] = HeadStats(len(view.layers), view.layers[0].size(0), frozenset(separators))
                     stats[view.kind].add(view.layers, view.cols)
                 bar.update(1)
     if not stats:
-        raise AttnkitError(f"{loaded.folder}: the model has no self-attention over positions ({', '.join(SELF_ATTENTION)}); head statistics need it")
+        raise AttnkitError(f"{loaded.folder}: the model has no self-attention over positions; head statistics need it")
     return stats
 
 

@@ -45,6 +45,7 @@ class AttentionView:
     axes: tuple[str, str]  # (x label: the keys, y label: the queries)
     note: str | None = None  # what the maps do not show of the model's answer (a classifier's class and probabilities)
     role: Role = "input"
+    positions: bool = False  # queries and keys are positions of one sequence (self-attention): head statistics apply
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,11 @@ class AttentionKind:
     title: str
     axes: tuple[str, str] = ("keys", "queries")  # (x label: the keys, y label: the queries)
     role: Role = "input"
+    positions: bool = False  # queries and keys are positions of one sequence (self-attention)
 
     def view(self, rows: list[str], cols: list[str], layers: list[Tensor], note: str | None = None) -> AttentionView:
         """A view of this kind: `layers` per layer (H, Tq, Tk), Tq = len(rows), Tk = len(cols)."""
-        return AttentionView(self.name, rows, cols, layers, self.title, self.axes, note, self.role)
+        return AttentionView(self.name, rows, cols, layers, self.title, self.axes, note, self.role, self.positions)
 
 
 def generic_kind(name: str) -> AttentionKind:
@@ -67,10 +69,10 @@ def generic_kind(name: str) -> AttentionKind:
 
 
 # The kinds of the core's Transformer (attnkit's encoder-decoder runs and Hugging Face models alike).
-ENCODER = AttentionKind("encoder", "encoder self-attention", ("source (keys)", "source (queries)"))
-DECODER_SELF = AttentionKind("decoder_self", "decoder self-attention", ("decoder input", "output"), "output")
+ENCODER = AttentionKind("encoder", "encoder self-attention", ("source (keys)", "source (queries)"), positions=True)
+DECODER_SELF = AttentionKind("decoder_self", "decoder self-attention", ("decoder input", "output"), "output", positions=True)
 CROSS = AttentionKind("cross", "encoder-decoder attention", ("source", "output"), "output")
-SELF = AttentionKind("self", "self-attention", ("keys", "queries"))
+SELF = AttentionKind("self", "self-attention", ("keys", "queries"), positions=True)
 TRANSFORMER_KINDS = (ENCODER, SELF, DECODER_SELF, CROSS)
 # The summaries `sources.collect` computes over any source's layers.
 SUMMARY_KINDS = (
