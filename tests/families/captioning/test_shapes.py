@@ -77,14 +77,16 @@ def test_report_shows_each_word_over_the_image(shapes_run, tmp_path):
     text = page.read_text()
     assert "renderOverlays" in text and "http" not in text.replace("http://www.w3.org", "")  # offline: everything inline
     record = json.loads(re.search(r'id="attention-data">(.*?)</script>', text, re.S).group(1))[0]
-    assert record["caption"] == scenes[0].caption and [o["word"] for o in record["overlays"]] == record["words"]
+    cross = record["maps"]["cross"]  # one layer of one head, as bytes: words x cells
+    words = cross["rows"]
+    assert record["text"] == scenes[0].caption and [o["word"] for o in record["overlays"]] == words
     size = load_run(root / "run").run.model.input_size
     assert _picture(record["image"]).shape == (size, size)
     thing = scenes[0].objects[0]  # the first object's colour word looks at it: its cell is the brightest
-    grid, k = record["grid"], record["words"].index(thing.colour)
+    grid, k = record["grid"], words.index(thing.colour)
     picture, step = _picture(record["overlays"][k]["src"]), size // record["grid"]
     brightness = [picture[r * step : (r + 1) * step, c * step : (c + 1) * step].mean() for r in range(grid) for c in range(grid)]
-    attention = record["attention"][k]
+    attention = np.frombuffer(base64.b64decode(cross["data"][0][0]), np.uint8).reshape(len(words), grid * grid)[k].tolist()
     assert max(range(grid * grid), key=brightness.__getitem__) == max(range(grid * grid), key=attention.__getitem__)
     assert max(range(grid * grid), key=attention.__getitem__) in place_cells(thing, grid)
 
