@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from attnkit.errors import AttnkitError, WriteError
+from attnkit.errors import AttnkitError, DataError, WriteError
 
 TMP_SUFFIX = ".tmp"
 
@@ -155,6 +155,20 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def hash_file(digest, path: str | Path) -> None:
+    """Feed the bytes of the file `path` to `digest` (a hashlib object), 1 MiB at a time.
+
+    Raises:
+        DataError: the file cannot be read.
+    """
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 
 from attnkit.artifacts.checkpoint import save_safetensors
 from attnkit.errors import DataError
-from attnkit.io import atomic_dir
+from attnkit.io import atomic_dir, hash_file
 
 log = logging.getLogger("attnkit")
 FORMAT = 1  # bump when what a family writes changes meaning
@@ -34,12 +34,7 @@ def data_key(settings: dict[str, Any], files: Sequence[str | Path] = ()) -> str:
     """A hash of `settings` (JSON-able) and the bytes of `files`: the name of a prepared folder."""
     digest = hashlib.sha256(json.dumps({"format": FORMAT, **settings}, sort_keys=True, default=str).encode())
     for path in files:
-        try:
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-        except OSError as e:
-            raise DataError(f"{path}: cannot read ({e.strerror})") from None
+        hash_file(digest, path)
     return digest.hexdigest()[:24]
 
 

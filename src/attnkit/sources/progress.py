@@ -15,8 +15,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from attnkit.errors import AttnkitError, DataError
-from attnkit.io import append_text
+from attnkit.errors import AttnkitError
+from attnkit.io import append_text, hash_file
 
 FINGERPRINTS = (("model", "model"), ("data file", "data"), ("settings", "settings"))  # (what a refusal names, header key)
 
@@ -33,12 +33,7 @@ def model_fingerprint(files: Sequence[Path]) -> str:
 def data_fingerprint(path: str | Path) -> str:
     """sha256 of a data file's bytes."""
     h = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
+    hash_file(h, path)
     return h.hexdigest()
 
 
