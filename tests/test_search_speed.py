@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmark_scripts import BENCHMARKS
 
 ROOT = BENCHMARKS.parent
@@ -35,6 +37,7 @@ def test_before_must_be_a_checkout(tiny_transformer_run: Path, tmp_path: Path) -
     assert "not a checkout of attnkit" in done.stderr
 
 
+@pytest.mark.slow  # torch.compile of the step: about 40 s on 2 cores
 def test_compile_times_the_compiled_step_against_the_eager_one(tiny_transformer_run: Path, multi30k: Path) -> None:
     # The after side compiles its step: same outputs, its first (compiling) decode reported apart.
     done = run_script(
