@@ -79,9 +79,10 @@ def _run(way: str, n: int, folder: Path) -> dict:
         else:
             from attnkit.sources.collect import Collector
             from attnkit.sources.hf.collect import collecting
+            from attnkit.sources.store import NpzStore
 
             with npz_writer(out) as writer:
-                collector = Collector(writer)
+                collector = Collector(NpzStore(writer))  # each layer into the npz as it comes, as `attnkit attention` keeps it
                 with collecting(model, "decoder", collector):
                     model(input_ids=ids, logits_to_keep=1)
                 collector.finish()
