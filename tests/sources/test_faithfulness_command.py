@@ -265,12 +265,14 @@ def test_removals_are_predicted_once_each_in_batches_of_a_bounded_size():
     assert shapes[3:] == [(1, 3)] and again.tolist() == [want[4], want[0], 0.0, 0.0]
 
 
+@pytest.mark.parametrize("given", ["--input", "text"])
 @pytest.mark.parametrize("name", ["distilbert", "gpt2"])
-def test_a_model_without_a_class_to_explain_is_refused_in_one_line(hf_folder, tmp_path, capsys, name):
+def test_a_model_without_a_class_to_explain_is_refused_in_one_line(hf_folder, tmp_path, capsys, name, given):
     data = tmp_path / "a.txt"
     data.write_text("the cat sat\n", encoding="utf-8")
     folder = hf_folder(name)
-    assert main(["faithfulness", str(folder), "--input", str(data), "--out", str(tmp_path / "o")]) == 2
+    texts = ["--input", str(data)] if given == "--input" else ["the cat sat"]  # a TEXT argument is written to OUT/texts.txt
+    assert main(["faithfulness", str(folder), *texts, "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     want = "has no sequence-classification head" if name == "distilbert" else "this is a decoder model"
     assert len(err) == 1 and err[0].startswith(f"attnkit: error: {folder}: ") and want in err[0]

@@ -97,6 +97,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
+    loaded.check_scored()  # one line before any work (nothing written to --out) if the source has nothing to explain
     # gloo carries the ranks' records to rank 0, which may wait there for a resumed rank's remaining work: a week, not 30 min
     with interruptible(), process_group(torch.device("cpu"), datetime.timedelta(days=7)) as world, counter(0, "faithfulness", unit="text") as bar:
 
