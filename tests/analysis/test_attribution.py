@@ -103,3 +103,14 @@ def test_one_pass_steps_double_as_integrated_gradients_steps():
     assert ig.steps == want.steps == 200
     assert torch.allclose(ig.scores, want.scores, atol=1e-6, rtol=0) and ig.relative_error == pytest.approx(want.relative_error, abs=1e-6)
     assert torch.allclose(ixg.scores, input_x_gradient(f, x).scores, atol=1e-6, rtol=0)
+
+
+def test_one_pass_takes_a_baseline_and_a_step_count_as_captum_does():
+    """A given baseline and step count (inseq's [UNK] embedding and n_steps, benchmarks/vs_tools.py): one pass, captum's figures."""
+    f = counted(small_network(3))
+    x, base = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(7)).unbind(0)  # (T, D) each
+    _, ig = input_x_gradient_and_integrated_gradients(f, x, baseline=base, steps=20)
+    assert f.calls == [22]
+    want = integrated_gradients(f, x, baseline=base, steps=20, check=False)
+    assert torch.allclose(ig.scores, want.scores, atol=1e-6, rtol=0) and ig.steps == 20
+    assert (ig.f_baseline, ig.delta) == pytest.approx((want.f_baseline, want.delta), abs=1e-6)

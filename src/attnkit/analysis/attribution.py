@@ -141,9 +141,9 @@ def gauss_legendre(n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
 
 
 def input_x_gradient_and_integrated_gradients(
-    f: ScoreFn, embeddings: Tensor, reduce: str = "sum", tolerance: float = TOLERANCE
+    f: ScoreFn, embeddings: Tensor, reduce: str = "sum", tolerance: float = TOLERANCE, baseline: Tensor | None = None, steps: int | None = None
 ) -> tuple[Attribution, Attribution]:
-    """Input x gradient and integrated gradients (zero baseline) of f at `embeddings` (T, D) or (1, T, D),
+    """Input x gradient and integrated gradients (from `baseline`, zeros when None) of f at `embeddings` (T, D) or (1, T, D),
     from one forward and one backward pass instead of the several that `input_x_gradient` and
     `integrated_gradients` take apart (and the two of f(x) and f(x') that each figure takes).
 
@@ -151,13 +151,14 @@ def input_x_gradient_and_integrated_gradients(
     Gauss-Legendre points a_j and weights; the gradient of the sum of f over every row but x' is each row's
     own gradient, since a score reads one input per row (as captum's batched integral assumes). Row x gives
     input x gradient, the path rows integrated gradients as captum sums them, rows x' and x f(x') and f(x).
-    The step count is as `integrated_gradients(check=False)` chooses it: STEPS, doubled up to MAX_STEPS until
-    the completeness error is within `tolerance` (a later try runs the batch again with more path rows).
+    The step count is `steps`, or as `integrated_gradients(check=False)` chooses it: STEPS, doubled up to MAX_STEPS
+    until the completeness error is within `tolerance` (a later try runs the batch again with more path rows).
     """
     x = _batched(embeddings).detach().float()  # (1, T, D)
-    base = torch.zeros_like(x)  # (1, T, D)
+    base = torch.zeros_like(x) if baseline is None else _batched(baseline).detach().float()  # (1, T, D)
     ixg = None
-    for n in [STEPS * 2**i for i in range(int(math.log2(MAX_STEPS // STEPS)) + 1)]:
+    counts = [steps] if steps is not None else [STEPS * 2**i for i in range(int(math.log2(MAX_STEPS // STEPS)) + 1)]
+    for n in counts:
         sizes, alphas = gauss_legendre(n)
         path = torch.cat([base + a * (x - base) for a in alphas])  # (n, T, D)
         batch = torch.cat([base, x, path]).requires_grad_(True)  # (n + 2, T, D)
