@@ -195,27 +195,27 @@ def inseq_env(cache: Path) -> Path:
     return python
 
 
-def compare_inseq(cases: list[dict], tool: list[dict], stamp: dict) -> list[dict]:
+def compare_inseq(cases: list[dict], tool: list[dict], stamp: dict, same: list[bool]) -> list[dict]:
     """One line per method: the largest difference on one token, the largest score for scale, and the seconds per
     text of what computed it: attnkit's input x gradient and integrated gradients come from one pass (`PAIR`),
     set beside inseq's two attributions together."""
     lines = []
     for method in cases[0]["scores"]:
-        ours = [torch_flat(c["scores"][method]) for c in cases]
-        theirs = [torch_flat(t["scores"][method]) for t in tool]
+        ours = [flat(c["scores"][method]) for c in cases]
+        theirs = [flat(t["scores"][method]) for t in tool]
         timed = PAIR if method in PAIR.split("+") else method
-        lines.append({**stamp, "tool": INSEQ, "model": "tiny random GPT-2 (2 layers, hidden 32)", "method": method, "metric": "token scores",
+        lines.append({**stamp, "tool": INSEQ, "method": method, "metric": "token scores",
                       "max_abs_diff": max(max(abs(a - b) for a, b in zip(o, t)) for o, t in zip(ours, theirs)),
                       "max_abs_score": max(max(abs(a) for a in o) for o in ours), "timed": timed,
                       "attnkit_s_per_text": sum(c["seconds"][timed] for c in cases) / len(cases),
                       "tool_s_per_text": sum(t["seconds"][m] for t in tool for m in timed.split("+")) / len(tool),
-                      "same_next_token": all(f"next token {t['generated']!r}" in c["label"] for c, t in zip(cases, tool))})  # fmt: skip
+                      "same_outputs": all(same)})  # fmt: skip
     return lines
 
 
-def torch_flat(scores: list) -> list[float]:
-    """A method's scores (T,) or (L, T) as one list."""
-    return [v for row in scores for v in row] if scores and isinstance(scores[0], list) else list(scores)
+def flat(scores: list | float) -> list[float]:
+    """A method's scores, nested lists of any depth ((T,), (L, T), (T_out, L, S) ...), as one list."""
+    return [v for row in scores for v in flat(row)] if isinstance(scores, list) else [scores]
 
 
 def ferret_env(cache: Path) -> Path:
@@ -264,7 +264,74 @@ def inseq_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
                     str(args.cache / "inseq.json"), str(args.steps)], check=True)  # fmt: skip
     tool = json.loads((args.cache / "inseq.json").read_text())
     cases = attnkit_generation(folder, items, args.steps)
-    return compare_inseq(cases, tool, {**stamp, "dtype": "float32"})
+    same = [f"next token {t['generated']!r}" in c["label"] for c, t in zip(cases, tool)]
+    return compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": "tiny random GPT-2 (2 layers, hidden 32)"}, same)
+
+
+def translation_run(cache: Path) -> tuple[Path, Path]:
+    """CACHE/toy-reverse (toy-reverse as a post-norm Transformer, which Marian can hold, trained 300 steps) and its
+    Hugging Face export CACHE/toy-reverse-hf, made on first use."""
+    run, export = cache / "toy-reverse", cache / "toy-reverse-hf"
+    attnkit = [sys.executable, "-m", "attnkit"]
+    if not (run / "checkpoints").exists():
+        subprocess.run([*attnkit, "train", "toy-reverse", "--out", str(run), "--set", "model.norm=post", "--set", "train.max_steps=300",
+                        "--set", "train.eval_every=300"], check=True)  # fmt: skip
+    if not (export / "config.json").exists():
+        subprocess.run([*attnkit, "export", str(run), "--format", "hf", "--out", str(export)], check=True)
+    return run, export
+
+
+def attnkit_translation(run: Path, lines: list[str], steps: int) -> list[dict]:
+    """Per source line: the hypothesis the run's explorer shows and, for each of its output tokens (teacher-forced,
+    `sources.scored.scored_run`: what `attnkit faithfulness` reads), input x gradient and integrated gradients of its
+    log-probability over the source (from the [UNK] embedding, as inseq) and its row of each layer's cross-attention."""
+    import torch
+
+    from attnkit.analysis.attribution import input_x_gradient_and_integrated_gradients
+    from attnkit.data.vocab import UNK
+    from attnkit.sources import open_source
+    from attnkit.sources.scored import scored_run
+
+    source = open_source(str(run))
+    model = source.loaded.model
+    cases = []
+    for line in lines:
+        seconds, scores, start = {PAIR: 0.0, "attention": 0.0}, {"input_x_gradient": [], "integrated_gradients": [], "attention": []}, time.perf_counter()
+        outputs = scored_run(source, line)
+        layers = sorted(k for k in outputs[0].attention if k.startswith("cross/"))
+        scores["attention"] = [[o.attention[k].tolist() for k in layers] for o in outputs]  # (T_out, L, S)
+        seconds["attention"] = time.perf_counter() - start
+        for o in outputs:
+            start = time.perf_counter()
+            with torch.no_grad():
+                base = model.src_embed(torch.full((1, o.x.size(0)), UNK))[0]  # (S, D)
+            ixg, ig = input_x_gradient_and_integrated_gradients(o.f, o.x, baseline=base, steps=steps)
+            seconds[PAIR] += time.perf_counter() - start
+            scores["input_x_gradient"].append(ixg.scores.tolist())
+            scores["integrated_gradients"].append(ig.scores.tolist())
+        hypothesis = [o.label.split(" ", 2)[2][1:-1] for o in outputs]  # "output t 'piece'"
+        cases.append({"source": line, "hypothesis": " ".join(h for h in hypothesis if h != "</s>"), "pieces": hypothesis, "scores": scores,
+                      "seconds": seconds})  # fmt: skip
+    return cases
+
+
+def inseq_translation_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
+    """attnkit's and inseq's attributions and cross-attention of every output token of a translation run's
+    hypotheses, with inseq as shipped and with its decoder embeddings scaled once (vs_tools_envs/inseq_translation.py)."""
+    run, export = translation_run(args.cache)
+    rng = random.Random(2)
+    lines = [" ".join(f"t{rng.randrange(10)}" for _ in range(rng.randint(3, 8))) for _ in range(args.texts)]
+    cases = attnkit_translation(run, lines, args.steps)
+    (args.cache / "translation_cases.json").write_text(json.dumps(cases))
+    out = []
+    for mode in ("as-shipped", "fix-scale"):
+        subprocess.run([str(inseq_env(args.cache)), str(HERE / "vs_tools_envs" / "inseq_translation.py"), str(export),
+                        str(args.cache / "translation_cases.json"), str(args.cache / f"inseq_{mode}.json"), str(args.steps), mode], check=True)  # fmt: skip
+        tool = json.loads((args.cache / f"inseq_{mode}.json").read_text())
+        same = [t["target"][1:] == c["pieces"] for c, t in zip(cases, tool)]
+        model = "attnkit run toy-reverse (post-norm, 300 steps), exported to MarianMTModel"
+        out += compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": model, "inseq_mode": mode}, same)
+    return out
 
 
 def main() -> None:
@@ -284,7 +351,7 @@ def main() -> None:
     tool = json.loads((args.cache / "ferret.json").read_text())
     stamp = {"model": "tiny random BERT classifier (2 layers, hidden 32)", "dtype": args.dtype, "texts": len(cases), "cpu": cpu(),
              "date": datetime.now(timezone.utc).strftime("%Y-%m-%d")}  # fmt: skip
-    lines = compare(cases, tool, stamp) + inseq_lines(args, stamp)
+    lines = compare(cases, tool, stamp) + inseq_lines(args, stamp) + inseq_translation_lines(args, stamp)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w") as out:
         for line in lines:
