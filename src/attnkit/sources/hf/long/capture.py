@@ -6,11 +6,13 @@ calls `attend` in each attention module. `attend` hands the module's query (1, H
 (1, Hkv, N, D) (after the rotary embedding, before the grouped-query repeat) with the module's
 `scaling`, `sliding_window`, `softcap` and whether it is causal (SDPA's rule: the call's `is_causal`,
 else the module's, else causal; an encoder's, BERT's, is not) to the `Capture` opened by
-`capturing`, then computes the
-layer's output as the kernel would: `sdpa_attention_forward` (PyTorch's fused kernel, which never
-returns weights), or, where the logits are soft-capped (Gemma 2, for which SDPA has no path),
-`blocks.blockwise_attention`. Layers are numbered by call order from 1, as the npz numbers them.
-While `generate` runs, the capture keeps instead each pass's last row (`Capture.per_pass`).
+`capturing`, then computes the layer's output as the kernel would: `sdpa_attention_forward`
+(PyTorch's fused kernel, which never returns weights), or, where the logits are soft-capped (Gemma
+2, for which SDPA has no path), `blocks.blockwise_attention`. The mask itself is not kept: the long
+road reads one document with no padding, so the mask SDPA gets is none (transformers drops an
+all-ones one) or that of the causal and window rule, which the kept layer rebuilds (`blocks`).
+Layers are numbered by call order from 1, as the npz numbers them. While `generate` runs, the
+capture keeps instead each pass's last row (`Capture.per_pass`).
 """
 
 from __future__ import annotations
@@ -42,8 +44,7 @@ class Capture:
     steps: dict[int, list[Tensor]] = field(default_factory=dict)  # generation: per layer, (H, keys) rows
     after: Callable[[], None] | None = None  # called after each attention call (progress)
 
-    def record(self, query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None,
-               causal: bool = True) -> None:  # fmt: skip
+    def record(self, query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None, causal: bool) -> None:
         """Keep this attention call's layer (or, generating, its last query's row)."""
         self.calls += 1
         if self.after is not None:
