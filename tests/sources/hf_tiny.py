@@ -48,6 +48,7 @@ SPECS = {
     "bert": ("BertConfig", {**TINY, **BERTISH, "num_labels": 3}, "BertForSequenceClassification", "bert"),
     "bert-mlm": ("BertConfig", {**TINY, **BERTISH}, "BertForMaskedLM", "bert"),
     "roberta": ("RobertaConfig", {**TINY, **BERTISH, "max_position_embeddings": 40}, "RobertaModel", "bert"),
+    "deberta": ("DebertaV2Config", {**TINY, **BERTISH}, "DebertaV2Model", "bert"),  # its attention bypasses transformers' interface
     "distilbert": (
         "DistilBertConfig",
         {**TINY, "dim": 16, "n_layers": 2, "n_heads": 4, "hidden_dim": 32, "max_position_embeddings": 32},

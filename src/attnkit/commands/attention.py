@@ -2,7 +2,7 @@
 
 SOURCE is an attnkit run folder, a Hugging Face model folder or a hub id (`attnkit.sources`);
 docs/explorer.md lists what the npz holds. `--document FILE` (`-`: stdin) reads the input from a
-file, whole; `--long` takes a long input through a Hugging Face decoder without eager attention
+file, whole; `--long` takes a long input through a Hugging Face decoder or encoder without eager attention
 (summaries, pooled maps, exact rows and rollout rows: `attnkit.sources.hf.long`).
 """
 
@@ -32,7 +32,7 @@ def _long(args: argparse.Namespace, text: str | None) -> dict:
     from attnkit.sources.hf.long import LongOptions, export_long
 
     if is_run(args.source):
-        raise AttnkitError(f"{args.source}: --long reads Hugging Face decoder models; attnkit runs take the full maps (leave out --long)")
+        raise AttnkitError(f"{args.source}: --long reads Hugging Face decoder and encoder models; attnkit runs take the full maps (leave out --long)")
     if text is None:
         raise AttnkitError("--long: give the text or --document FILE")
     if args.flow or args.attribute or args.words:
@@ -67,10 +67,10 @@ def _add_long(p: argparse.ArgumentParser) -> None:
     from attnkit.sources.hf.long.options import MODES
 
     p.add_argument("--long", nargs="?", const="all", choices=MODES,
-                   help="a long input through a Hugging Face decoder, its own attention kernel kept: per-layer and -head summaries, "
+                   help="a long input through a Hugging Face decoder or encoder, its own attention kernel kept: per-layer and -head summaries, "
                    "pooled maps, exact rows and rollout rows instead of every map (`--long rows`: exact rows only)")  # fmt: skip
     p.add_argument("--rows", nargs="+", metavar="Q", help="with --long: the query positions of the exact rows and rollout rows: q (negative "
-                   "from the end) or a:b (default: the last token)")  # fmt: skip
+                   "from the end) or a:b (default: a decoder's last token, an encoder's first)")  # fmt: skip
     p.add_argument("--layers", nargs="+", type=positive_int, metavar="L", help="with --long: keep these layers only (1 is the first; default: all)")
     p.add_argument("--heads", nargs="+", type=non_negative_int, metavar="H", help="with --long: the heads of the exact rows (default: all)")
     p.add_argument("--window", type=positive_int, default=64, help="with --long: the local window of the `local` summary, in tokens")

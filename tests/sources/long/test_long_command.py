@@ -1,5 +1,6 @@
-"""`attnkit attention MODEL --long` from the command line: a document from a file or stdin, the npz it writes
-(equal to eager where checked), and the one-line refusals (too long, over the memory budget, bad rows)."""
+"""`attnkit attention MODEL --long` from the command line: a document from a file or stdin through a decoder or an
+encoder, the npz it writes (equal to eager where checked), and the one-line refusals (too long, over the memory
+budget, bad rows, a model whose attention cannot be captured)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 import torch
 from hf_tiny import transformers
 
+from attnkit.analysis.rollout import rollout
 from attnkit.cli import main
 from attnkit.errors import AttnkitError
 
@@ -29,7 +31,7 @@ def _error(capsys, *argv: str) -> str:
 def _eager(folder, text: str) -> tuple[list[torch.Tensor], list[str]]:
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     ids = tokenizer(text, return_tensors="pt")["input_ids"]
-    model = transformers.LlamaForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
     with torch.inference_mode():
         attentions = model(input_ids=ids, output_attentions=True).attentions
     return [a[0] for a in attentions], tokenizer.convert_ids_to_tokens(ids[0].tolist())
@@ -90,9 +92,58 @@ def test_refusals_are_one_line(hf_folder, tmp_path, capsys):
     assert "no-such.txt: cannot read the document" in _error(capsys, folder, "--document", str(tmp_path / "no-such.txt"), "--out", out)
     line = _error(capsys, folder, "the cat sat", "--max-memory", "1K", "--out", out)
     assert "the full maps of 4 tokens need about" in line and "--long takes the input without them" in line
-    assert "--long reads decoder (causal language) models; this one is encoder" in _error(capsys, str(hf_folder("bert")), "a", "--long", "--out", out)
+    assert "--long reads decoder (causal language) and encoder (BERT-like) models; this one is encoder-decoder" in _error(
+        capsys, str(hf_folder("marian")), "a", "--long", "--out", out
+    )
     assert "go with --long" in _error(capsys, folder, "the cat", "--rows", "1", "--out", out)
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_encoder_document(hf_folder, tmp_path, capsys):
+    """A BERT reads the document both ways: the rows default to [CLS]'s, every summary counts keys on either side."""
+    folder = hf_folder("bert")
+    doc = tmp_path / "doc.txt"
+    doc.write_text(DOCUMENT, encoding="utf-8")
+    out = tmp_path / "bert.npz"
+    assert main(["attention", str(folder), "--document", str(doc), "--long", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    reference, tokens = _eager(folder, DOCUMENT)
+    n = len(tokens)
+    assert summary["tokens"] == n and summary["rollout"] and tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    z = np.load(out)
+    assert list(z["tokens"]) == tokens and list(z["rows"]) == [0]
+    distance = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs().float()  # (N, N): |q - k|
+    for l, a in enumerate(reference, 1):
+        assert (a[:, 0, 1:].sum(-1) > 0.5).all()  # [CLS] attends mostly to the keys after it
+        np.testing.assert_allclose(z[f"rows/layer{l}"], a[:, [0]].numpy(), atol=1e-5, rtol=0)
+        np.testing.assert_allclose(z[f"sink/layer{l}"], a[..., 0].numpy(), atol=1e-5, rtol=0)
+        np.testing.assert_allclose(z[f"distance/layer{l}"], (a * distance).sum(-1).numpy(), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(z["rollout_rows"], rollout(reference)[[0]].numpy(), atol=1e-5, rtol=0)
+
+
+def test_encoder_refusals_are_one_line(hf_folder, tmp_path, capsys, monkeypatch):
+    bert, out = str(hf_folder("bert")), str(tmp_path / "x.npz")
+    long_doc = tmp_path / "long.txt"
+    long_doc.write_text(DOCUMENT * 3, encoding="utf-8")
+    assert "the text is 71 tokens, the model takes at most 32 (--truncate cuts it)" in _error(capsys, bert, "--document", str(long_doc), "--long", "--out", out)
+    assert "--max-new-tokens generates with a decoder; this one is encoder" in _error(capsys, bert, "the cat", "--long", "--max-new-tokens", "2", "--out", out)
+    # RoBERTa's 40 positions count from after its pad's: 39 tokens
+    assert "the text is 40 tokens, the model takes at most 39" in _error(capsys, str(hf_folder("roberta")), "the " * 38, "--long", "--out", out)
+    deberta = str(hf_folder("deberta"))  # refused before its forward pass (eager, N x N)
+    monkeypatch.setattr(transformers.DebertaV2Model, "forward", lambda *a, **k: pytest.fail("the forward pass ran"))
+    line = _error(capsys, deberta, "the cat", "--long", "--out", out)
+    assert line.endswith(f"{deberta}: its attention does not go through transformers' attention interface (eager only): leave out --long")
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_encoder_truncated(hf_folder, tmp_path, capsys):
+    doc = tmp_path / "long.txt"
+    doc.write_text(DOCUMENT * 3, encoding="utf-8")
+    out = tmp_path / "cut.npz"
+    assert main(["attention", str(hf_folder("bert")), "--document", str(doc), "--long", "rows", "--truncate", "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"] == 32
+    z = np.load(out)
+    assert z["tokens"][-1] == "[SEP]" and z["rows/layer1"].shape == (4, 1, 32)
 
 
 def test_memory_guard_names_what_fits(hf_folder, tmp_path):

@@ -63,14 +63,18 @@ def architecture(transformers, model: Any) -> str:
     return "decoder" if getattr(config, "is_decoder", False) or causal_only else "encoder"
 
 
-def max_positions(config: Any, arch: str) -> int | None:
-    """The longest input the model's positions allow (None: relative positions or a vision model)."""
+def max_positions(model: Any, arch: str) -> int | None:
+    """The longest input the model's positions allow (None: relative positions or a vision model). Learned
+    positions that count from after the padding index (RoBERTa's embeddings: pad + 1, pad + 2, ...) take that
+    many fewer tokens than the table has rows."""
     if arch == "vision":
         return None
     for key in POSITION_KEYS:
-        value = getattr(config, key, None)
+        value = getattr(model.config, key, None)
         if isinstance(value, int) and value > 0:
-            return value
+            embeddings = getattr(model.base_model, "embeddings", None)
+            offset = hasattr(embeddings, "create_position_ids_from_input_ids") and isinstance(getattr(embeddings, "padding_idx", None), int)
+            return value - embeddings.padding_idx - 1 if offset else value
     return None
 
 
@@ -108,4 +112,4 @@ def load(source: str, attn_implementation: str = "eager") -> HfModel:
     arch = architecture(transformers, model)
     tokenizer, processor = _reader(transformers, folder, source, arch)
     log.debug("%s: %s (%s), %s", source, cls.__name__, arch, next(model.parameters()).dtype)
-    return HfModel(source, model, tokenizer, processor, arch, max_positions(config, arch))
+    return HfModel(source, model, tokenizer, processor, arch, max_positions(model, arch))

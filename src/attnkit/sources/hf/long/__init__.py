@@ -1,4 +1,4 @@
-"""Attention at length: look inside long-context decoder models without eager kernels or N x N maps in memory.
+"""Attention at length: look inside long-context decoders and encoders without eager kernels or N x N maps in memory.
 
 The model keeps its own attention kernel (SDPA); `capture` registers an attention implementation
 with transformers that keeps each layer's post-rotary queries and keys (keys at the key/value head

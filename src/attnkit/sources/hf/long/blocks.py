@@ -1,14 +1,16 @@
 """Exact attention of a kept layer, recomputed block by block from its queries and keys.
 
-A block is the softmax rows of queries q0..q1 over the keys they may see: causal (key k <= query
-q), and inside the sliding window where the layer has one (q - k < window, transformers' rule),
-so only keys lo..q1 are computed (lo = q0 - window + 1 with a window, else 0). The logits are
-`scaling * q . k`, soft-capped where the layer caps them (Gemma 2: `softcap * tanh(s / softcap)`),
-in float32 whatever the model's dtype: the same numbers transformers' eager attention gives.
-Keys are kept at the key/value head count and repeated per query head (grouped-query attention)
-only inside a block. Queries are right-aligned with the keys (the last query is the last key), so
-a decoding step's single query works the same way, unless their positions are given (only the
-queries of chosen rows kept).
+A block is the softmax rows of queries q0..q1 over the keys they may see: in a decoder (causal)
+layer, key k <= query q; in an encoder (bidirectional) layer, every key; and inside the sliding
+window where the layer has one: q - k < window in a decoder (transformers' rule), |q - k| <
+window in an encoder (ModernBERT's local layers). So only keys lo..hi are computed (lo = q0 -
+window + 1 with a window, else 0; hi = q1 in a decoder, q1 - 1 + window or N in an encoder). The
+logits are `scaling * q . k`, soft-capped where the layer caps them (Gemma 2: `softcap * tanh(s /
+softcap)`), in float32 whatever the model's dtype: the same numbers transformers' eager attention
+gives. Keys are kept at the key/value head count and repeated per query head (grouped-query
+attention) only inside a block. Queries are right-aligned with the keys (the last query is the last
+key), so a decoding step's single query works the same way, unless their positions are given (only
+the queries of chosen rows kept).
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ class KeptLayer:
     query: Tensor  # (H, Nq, D)
     key: Tensor  # (Hkv, N, D)
     scaling: float
-    window: int | None = None  # sliding window (None: every earlier key)
+    window: int | None = None  # sliding window (None: every key the layer may see)
     softcap: float | None = None  # logit soft-capping (Gemma 2)
     positions: Tensor | None = None  # (Nq,) the queries' positions, increasing (None: the last Nq positions)
+    causal: bool = True  # a decoder's layer (keys up to the query); False: an encoder's (every key)
 
     @property
     def heads(self) -> int:
@@ -53,21 +56,30 @@ class KeptLayer:
         """(lo, hi): the keys that queries q0..q1 (query indices) may attend to."""
         pos = self.position(q0, q1)  # (b,)
         first, last = int(pos[0]), int(pos[-1])
-        return (max(0, first - self.window + 1) if self.window is not None else 0), last + 1
+        lo = max(0, first - self.window + 1) if self.window is not None else 0
+        if self.causal:
+            return lo, last + 1
+        return lo, (min(self.length, last + self.window) if self.window is not None else self.length)
 
 
-def _mask(scores: Tensor, qpos: Tensor, lo: int, window: int | None) -> None:
-    """Set to the lowest float (eager attention's fill: its exponential is 0, its product with 0 is 0), in place, the logits (h, b, n) of keys lo.. that queries at qpos (b,) may not see: only the
-    two bands where the causal edge and the window's edge run are compared, the keys between are all seen."""
+def _mask(scores: Tensor, qpos: Tensor, lo: int, window: int | None, causal: bool) -> None:
+    """Set to the lowest float (eager attention's fill: its exponential is 0, its product with 0 is 0), in place, the
+    logits (h, b, n) of keys lo.. that queries at qpos (b,) may not see: only the bands where an edge runs (the causal
+    edge, the window's edges) are compared, the keys between are all seen."""
     first, last = int(qpos[0]), int(qpos[-1])
-    if last > first:  # the causal edge: keys first+1..last
+    if causal and last > first:  # the causal edge: keys first+1..last
         edge = torch.arange(first + 1, lo + scores.size(-1), device=scores.device)  # (e,)
         scores[..., first + 1 - lo :].masked_fill_(edge[None, :] > qpos[:, None], LOWEST)
-    if window is not None:  # the window's edge: keys lo..last-window
-        stop = min(last - window + 1 - lo, scores.size(-1))
-        if stop > 0:
-            edge = torch.arange(lo, lo + stop, device=scores.device)  # (e,)
-            scores[..., :stop].masked_fill_(qpos[:, None] - edge[None, :] >= window, LOWEST)
+    if window is None:
+        return
+    stop = min(last - window + 1 - lo, scores.size(-1))
+    if stop > 0:  # the window's edge before the queries: keys lo..last-window
+        edge = torch.arange(lo, lo + stop, device=scores.device)  # (e,)
+        scores[..., :stop].masked_fill_(qpos[:, None] - edge[None, :] >= window, LOWEST)
+    begin = first + window - lo
+    if not causal and begin < scores.size(-1):  # an encoder's window edge after the queries: keys first+window..
+        edge = torch.arange(lo + begin, lo + scores.size(-1), device=scores.device)  # (e,)
+        scores[..., begin:].masked_fill_(edge[None, :] - qpos[:, None] >= window, LOWEST)
 
 
 def logits(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None, out: Tensor | None = None) -> tuple[Tensor, int]:
@@ -87,7 +99,7 @@ def logits(layer: KeptLayer, q0: int, q1: int, heads: Tensor | None = None, out:
         scores = torch.matmul(q, k.transpose(1, 2))  # (h, b, n)
     if layer.softcap is not None:  # in place, in eager attention's order
         scores.div_(layer.softcap).tanh_().mul_(layer.softcap)
-    _mask(scores, layer.position(q0, q1), lo, layer.window)
+    _mask(scores, layer.position(q0, q1), lo, layer.window, layer.causal)
     return scores, lo  # (h, b, n)
 
 
@@ -111,7 +123,7 @@ def row_blocks(layer: KeptLayer, budget: int = BLOCK_BYTES) -> Iterator[tuple[in
     nq, cells = layer.query.size(1), budget // (4 * layer.heads)
     q0 = 0
     while q0 < nq:
-        seen = _seen(layer, q0, q0 + 1)  # keys of the block's first row; row i of the block sees at most seen + i
+        seen = _seen(layer, q0, q0 + 1)  # keys of the block's first row; each further row adds at most one
         b = max(1, min(nq - q0, int((math.sqrt(seen * seen + 4 * cells) - seen) / 2)))
         while b > 1 and b * _seen(layer, q0, q0 + b) > cells:  # positions with gaps (chosen rows)
             b //= 2

@@ -156,7 +156,7 @@ def check_eager(name: str, shape: Shape, n: int, budget: int | None) -> None:
         disk = shape.layers * shape.heads * n * n * 4
         raise AttnkitError(
             f"{name}: the full maps of {n} tokens need about {gib(need)} of memory and {gib(disk)} on disk, over the budget of {gib(budget)} "
-            "(--max-memory); --long takes the input without them (decoder models)"
+            "(--max-memory); --long takes the input without them (decoder and encoder models)"
         )
 
 

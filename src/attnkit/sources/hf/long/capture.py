@@ -4,11 +4,15 @@
 the mask interface, the same as SDPA's), and a model loaded with `attn_implementation=IMPLEMENTATION`
 calls `attend` in each attention module. `attend` hands the module's query (1, H, N, D) and key
 (1, Hkv, N, D) (after the rotary embedding, before the grouped-query repeat) with the module's
-`scaling`, `sliding_window` and `softcap` to the `Capture` opened by `capturing`, then computes the
-layer's output as the kernel would: `sdpa_attention_forward` (PyTorch's fused kernel, which never
-returns weights), or, where the logits are soft-capped (Gemma 2, for which SDPA has no path),
-`blocks.blockwise_attention`. Layers are numbered by call order from 1, as the npz numbers them.
-While `generate` runs, the capture keeps instead each pass's last row (`Capture.per_pass`).
+`scaling`, `sliding_window`, `softcap` and whether it is causal (SDPA's rule: the call's `is_causal`,
+else the module's, else causal; an encoder's, BERT's, is not) to the `Capture` opened by
+`capturing`, then computes the layer's output as the kernel would: `sdpa_attention_forward`
+(PyTorch's fused kernel, which never returns weights), or, where the logits are soft-capped (Gemma
+2, for which SDPA has no path), `blocks.blockwise_attention`. The mask itself is not kept: the long
+road reads one document with no padding, so the mask SDPA gets is none (transformers drops an
+all-ones one) or that of the causal and window rule, which the kept layer rebuilds (`blocks`).
+Layers are numbered by call order from 1, as the npz numbers them. While `generate` runs, the
+capture keeps instead each pass's last row (`Capture.per_pass`).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ class Capture:
     steps: dict[int, list[Tensor]] = field(default_factory=dict)  # generation: per layer, (H, keys) rows
     after: Callable[[], None] | None = None  # called after each attention call (progress)
 
-    def record(self, query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None) -> None:
+    def record(self, query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None, causal: bool) -> None:
         """Keep this attention call's layer (or, generating, its last query's row)."""
         self.calls += 1
         if self.after is not None:
@@ -49,9 +53,9 @@ class Capture:
         if self.layers is not None and number not in self.layers:
             return
         if self.per_pass is None:
-            self.kept[number] = _kept(query, key, scaling, sliding_window, softcap, self.queries)
+            self.kept[number] = _kept(query, key, scaling, sliding_window, softcap, causal, self.queries)
             return
-        layer = _kept(query, key, scaling, sliding_window, softcap, copy=False)
+        layer = _kept(query, key, scaling, sliding_window, softcap, causal, copy=False)
         row, lo = probabilities(layer, layer.query.size(1) - 1, layer.query.size(1))  # (H, 1, n)
         full = row.new_zeros(layer.heads, layer.length)  # (H, keys)
         full[:, lo:] = row[:, 0]
@@ -61,7 +65,7 @@ class Capture:
 _active: list[Capture] = []  # the open capture (at most one)
 
 
-def _kept(query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None,
+def _kept(query: Tensor, key: Tensor, scaling: float | None, sliding_window: int | None, softcap: float | None, causal: bool,
           positions: Tensor | None = None, copy: bool = True) -> KeptLayer:  # fmt: skip
     """A layer's queries (H, N, D) (or those at `positions`, (H, m, D)) and keys (Hkv, N, D), copied out of the
     forward pass's buffers (or not: `copy` False, for this call only)."""
@@ -72,7 +76,7 @@ def _kept(query: Tensor, key: Tensor, scaling: float | None, sliding_window: int
     k = key[0].detach()  # (Hkv, N, D)
     if copy:
         q, k = q.clone(), k.clone()
-    return KeptLayer(q, k, float(scale), window, softcap, positions)
+    return KeptLayer(q, k, float(scale), window, softcap, positions, causal)
 
 
 def attend(module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None, dropout: float = 0.0,
@@ -80,10 +84,12 @@ def attend(module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Te
     """The attention interface: keep query and key for the open capture, then attend as the kernel does."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    causal = kwargs.get("is_causal")
+    causal = getattr(module, "is_causal", True) if causal is None else causal  # (SDPA's rule)
     if _active:
-        _active[-1].record(query, key, scaling, sliding_window, softcap)
+        _active[-1].record(query, key, scaling, sliding_window, softcap, causal)
     if softcap is not None:
-        layer = _kept(query, key, scaling, sliding_window, softcap, copy=False)
+        layer = _kept(query, key, scaling, sliding_window, softcap, causal, copy=False)
         return blockwise_attention(layer, value[0]).transpose(0, 1).unsqueeze(0), None  # (1, N, H, D)
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
 

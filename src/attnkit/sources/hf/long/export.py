@@ -1,15 +1,19 @@
-"""`attnkit attention SOURCE --long`: one long input through a Hugging Face decoder with its own kernel kept.
+"""`attnkit attention SOURCE --long`: one long input through a Hugging Face decoder or encoder with its own kernel kept.
 
 The model loads with the `capture.IMPLEMENTATION` attention (SDPA underneath; attnkit's blockwise
-attention where logits are soft-capped). After the memory guard (`budget`), one forward pass
-(logits for the last position only) keeps each chosen layer's queries and keys; then each layer,
+attention where logits are soft-capped); a model whose attention does not go through transformers'
+attention interface (BLOOM, DeBERTa, MPNet: eager only) is refused before any work. After the
+memory guard (`budget`), one forward pass (a decoder's logits for the last position only; an
+encoder's body without its head, which would score every position) keeps each chosen layer's
+queries and keys; then each layer,
 top first, is scanned block by block (`scan`) and written before the next: per-query summaries
 `<name>/layer<l>` (H, N) and the grids `<name>` (layers, heads) of their means (`summaries.NAMES`),
 pooled maps `pooled<s>/layer<l>` and `pooled<s>_without_sink/layer<l>` (H, t, t) (`pooling`), exact
 rows `rows/layer<l>` (h, m, N) of the queries `rows` and heads `rows/heads`, and `rollout_rows`
 (m, N) (`rollout`, when every layer is kept). `layers` lists the kept layers, `tokens` the input.
-With new tokens asked for, greedy generation follows, by the same road: `generated/layer<l>`, the
-row that chose each new token (`write_generation`).
+With new tokens asked for (decoders), greedy generation follows, by the same road: `generated/layer<l>`,
+the row that chose each new token (`write_generation`). The rows default to a decoder's last token
+(the one that predicts the next) and an encoder's first (its [CLS], what a classifier head reads).
 """
 
 from __future__ import annotations
@@ -33,24 +37,29 @@ from attnkit.sources.hf.long.summaries import NAMES
 from attnkit.sources.npz import NpzWriter, npz_writer
 
 EAGER_ONLY = "its attention does not go through transformers' attention interface (eager only): leave out --long"
+ARCHS = ("decoder", "encoder")  # what the long road reads: one text, every layer's self-attention
 
 
 def open_model(source: str) -> HfModel:
-    """A decoder model loaded with the long road's attention."""
+    """A decoder or encoder model loaded with the long road's attention (refused if it cannot be captured)."""
     register()
     hf = load(source, attn_implementation=IMPLEMENTATION)
-    if hf.arch != "decoder":
-        raise AttnkitError(f"{source}: --long reads decoder (causal language) models; this one is {hf.arch}")
+    if hf.arch not in ARCHS:
+        raise AttnkitError(f"{source}: --long reads decoder (causal language) and encoder (BERT-like) models; this one is {hf.arch}")
+    if not getattr(type(hf.model), "_supports_attention_backend", True):  # transformers' mark of the attention interface
+        raise AttnkitError(f"{source}: {EAGER_ONLY}")
     return hf
 
 
 def forward(hf: HfModel, ids: torch.Tensor, layers: frozenset[int] | None, queries: torch.Tensor | None) -> dict[int, KeptLayer]:
-    """One forward pass of ids (1, N), keeping the chosen layers' keys and queries; logits for the last position only."""
-    extra = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(hf.model.forward).parameters else {}
+    """One forward pass of ids (1, N), keeping the chosen layers' keys and queries; a decoder's logits for the last
+    position only, an encoder's body alone (`base_model`: its attention is all there)."""
+    model = hf.model.base_model if hf.arch == "encoder" else hf.model
+    extra = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     total = budget.shape_of(hf.model).layers
     with bar(total=total, desc="long: forward", unit="layer") as progress, capturing(layers, queries, after=progress.update) as capture:
         with torch.inference_mode():
-            hf.model(input_ids=ids, **extra)
+            model(input_ids=ids, **extra)
     if capture.calls == 0:
         raise AttnkitError(f"{hf.name}: {EAGER_ONLY}")
     return capture.kept
@@ -106,7 +115,9 @@ def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWrit
     shape = budget.shape_of(hf.model)
     check_choice("layers", options.layers, shape.layers, 1)
     check_choice("heads", options.heads, shape.heads, 0)
-    rows = resolve_rows(options.rows, n)
+    if options.new_tokens and hf.arch != "decoder":
+        raise AttnkitError(f"{hf.name}: --max-new-tokens generates with a decoder; this one is {hf.arch}")
+    rows = resolve_rows(options.rows, n, "-1" if hf.arch == "decoder" else "0")
     rows_only = options.mode == "rows"
     plan = budget.Plan(len(options.layers or range(shape.layers)), len(rows) + (options.new_tokens or 0), len(options.heads or range(shape.heads)), rows_only)
     est = budget.check(hf.name, shape, n, plan, options.max_memory or budget.available_memory() // 2)
@@ -142,7 +153,7 @@ def write_long(hf: HfModel, text: str, writer: NpzWriter, options: LongOptions) 
 
 
 def export_long(source: str, text: str, out: str | Path, options: LongOptions) -> dict:
-    """Write the long road's npz of `text` through the Hugging Face decoder `source`; returns a summary."""
+    """Write the long road's npz of `text` through the Hugging Face decoder or encoder `source`; returns a summary."""
     hf = open_model(source)
     with npz_writer(out) as writer:
         summary = write_long(hf, text, writer, options)

@@ -13,7 +13,7 @@ POOLS = (64, 256, 1024)  # the zoom levels of the pooled maps, in tokens per til
 @dataclass(frozen=True)
 class LongOptions:
     mode: str = "all"
-    rows: tuple[str, ...] = ()  # query positions as given: "q" (negative: from the end) or "a:b"; () is the last token
+    rows: tuple[str, ...] = ()  # query positions as given: "q" (negative: from the end) or "a:b"; (): a decoder's last token, an encoder's first
     layers: tuple[int, ...] | None = None  # 1-based layers to keep (None: all)
     heads: tuple[int, ...] | None = None  # heads of the exact rows (None: all)
     window: int = 64  # the local window of the `local` summary, in tokens
@@ -36,10 +36,10 @@ def _position(text: str, n: int) -> int:
     return q % n
 
 
-def resolve_rows(specs: tuple[str, ...], n: int) -> list[int]:
-    """The query positions that `specs` name, in order, each once (default: the last token)."""
+def resolve_rows(specs: tuple[str, ...], n: int, default: str) -> list[int]:
+    """The query positions that `specs` name, in order, each once (none named: the position `default` names)."""
     out: list[int] = []
-    for spec in specs or ("-1",):
+    for spec in specs or (default,):
         if ":" in spec:
             a, b = spec.split(":", 1)
             start, stop = _position(a or "0", n), (_position(b, n) if b else n)

@@ -2,8 +2,8 @@
 
 Level s cuts the (N, N) map of a head into (ceil(N/s), ceil(N/s)) tiles, s queries by s keys (the
 last row and column of tiles shorter when s does not divide N), and holds each tile's mean: the
-masked cells (keys after the query, or outside a sliding window) count as the zeros they are, so a
-tile on the diagonal is about half empty. The sink-aware map is the same of the rows renormalised
+masked cells (a decoder's keys after the query, keys outside a sliding window) count as the zeros
+they are, so a decoder's tile on the diagonal is about half empty (an encoder's is full). The sink-aware map is the same of the rows renormalised
 with the first token's column removed: a row's key sums by tile are
 those of the row, tile 0 less the first token, divided by what is left; a row with nothing left
 (query 0) is zeros. `Pooled` adds exact blocks of rows as they are computed, summing each row by

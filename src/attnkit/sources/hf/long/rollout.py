@@ -4,7 +4,9 @@ attnkit's rollout (`attnkit.analysis.rollout`, Abnar & Zuidema 2020) is A'_L ...
 A'_l = (0.5 A_l + 0.5 I) / rowsum, A_l the head mean of layer l (rowsum is 1: A_l's rows are softmax rows); row q of it is e_q A'_L ... A'_1.
 So the rows R (m, N) start as e_q and take one layer at a time, top first: R <- R A'_l, where
 R A_l = sum_q R[:, q] A_l[q, :] is summed over exact blocks of A_l's rows as they are recomputed.
-The result equals those rows of the full rollout, which is never formed.
+The result equals those rows of the full rollout, which is never formed. An encoder's layers take the
+same formula: its rows reach every position, before and after q, so its rollout row q (row 0: the
+[CLS] a classifier head reads) spreads over the whole input, where a decoder's stays on 0..q.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def scan_layer(layer: KeptLayer, window: int, pools: tuple[int, ...], step: Roll
     for q0, q1 in row_blocks(layer, budget):
         scores, lo = logits(layer, q0, q1, out=work[0])  # (H, b, k)
         p = torch.softmax(scores, dim=-1, out=work[1, : scores.numel()].view_as(scores))  # (H, b, k)
-        for name, value in block_summaries(p, scores, keys, lo, int(layer.position(q0, q0 + 1)[0]), window).items():
+        for name, value in block_summaries(p, scores, keys, lo, int(layer.position(q0, q0 + 1)[0]), window, layer.causal).items():
             sums[name][:, q0:q1] = value.cpu()
         pooled.add(p, lo, q0)
         if step is not None:
