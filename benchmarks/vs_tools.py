@@ -197,13 +197,14 @@ def inseq_env(cache: Path) -> Path:
 
 def compare_inseq(cases: list[dict], tool: list[dict], stamp: dict, same: list[bool]) -> list[dict]:
     """One line per method: the largest difference on one token, the largest score for scale, and the seconds per
-    text of what computed it: attnkit's input x gradient and integrated gradients come from one pass (`PAIR`),
-    set beside inseq's two attributions together."""
+    text of what computed it (`timed`), set beside inseq's calls of the same methods together: attnkit's input x
+    gradient and integrated gradients come from one pass (`PAIR`); for a translation run all three methods share
+    the decoded hypothesis and its record, and are timed together."""
     lines = []
     for method in cases[0]["scores"]:
         ours = [flat(c["scores"][method]) for c in cases]
         theirs = [flat(t["scores"][method]) for t in tool]
-        timed = PAIR if method in PAIR.split("+") else method
+        timed = next(k for k in cases[0]["seconds"] if method in k.split("+"))  # what attnkit computed it with
         lines.append({**stamp, "tool": INSEQ, "method": method, "metric": "token scores",
                       "max_abs_diff": max(max(abs(a - b) for a, b in zip(o, t)) for o, t in zip(ours, theirs)),
                       "max_abs_score": max(max(abs(a) for a in o) for o in ours), "timed": timed,
@@ -284,11 +285,11 @@ def translation_run(cache: Path) -> tuple[Path, Path]:
 def attnkit_translation(run: Path, lines: list[str], steps: int) -> list[dict]:
     """Per source line: the hypothesis the run's explorer shows and, for each of its output tokens (teacher-forced,
     `sources.scored.scored_run`: what `attnkit faithfulness` reads), input x gradient and integrated gradients of its
-    log-probability over the source (from the [UNK] embedding, as inseq) and its row of each layer's cross-attention."""
+    log-probability over the source (from the [UNK] embedding, the EOS kept, as inseq) and its row of each layer's cross-attention."""
     import torch
 
     from attnkit.analysis.attribution import input_x_gradient_and_integrated_gradients
-    from attnkit.data.vocab import UNK
+    from attnkit.data.vocab import EOS, UNK
     from attnkit.sources import open_source
     from attnkit.sources.scored import scored_run
 
@@ -296,19 +297,18 @@ def attnkit_translation(run: Path, lines: list[str], steps: int) -> list[dict]:
     model = source.loaded.model
     cases = []
     for line in lines:
-        seconds, scores, start = {PAIR: 0.0, "attention": 0.0}, {"input_x_gradient": [], "integrated_gradients": [], "attention": []}, time.perf_counter()
-        outputs = scored_run(source, line)
+        scores, start = {"input_x_gradient": [], "integrated_gradients": [], "attention": []}, time.perf_counter()
+        outputs = scored_run(source, line)  # the hypothesis (one search), its record and each output's score
         layers = sorted(k for k in outputs[0].attention if k.startswith("cross/"))
         scores["attention"] = [[o.attention[k].tolist() for k in layers] for o in outputs]  # (T_out, L, S)
-        seconds["attention"] = time.perf_counter() - start
         for o in outputs:
-            start = time.perf_counter()
+            ids = torch.tensor([[EOS if t == "</s>" else UNK for t in o.tokens]])  # (1, S): inseq's baseline keeps the EOS
             with torch.no_grad():
-                base = model.src_embed(torch.full((1, o.x.size(0)), UNK))[0]  # (S, D)
+                base = model.src_embed(ids)[0]  # (S, D)
             ixg, ig = input_x_gradient_and_integrated_gradients(o.f, o.x, baseline=base, steps=steps)
-            seconds[PAIR] += time.perf_counter() - start
             scores["input_x_gradient"].append(ixg.scores.tolist())
             scores["integrated_gradients"].append(ig.scores.tolist())
+        seconds = {f"{PAIR}+attention": time.perf_counter() - start}
         hypothesis = [o.label.split(" ", 2)[2][1:-1] for o in outputs]  # "output t 'piece'"
         cases.append({"source": line, "hypothesis": " ".join(h for h in hypothesis if h != "</s>"), "pieces": hypothesis, "scores": scores,
                       "seconds": seconds})  # fmt: skip

@@ -140,3 +140,23 @@ def test_a_family_without_a_score_refuses_attribute_in_one_line(tmp_path):
     with pytest.raises(AttnkitError, match=r"^run: --attribute: a translation run gives no score to attribute"):
         _check("run", replace(FAMILY, attribution=None), AttentionOptions(attribute=("ig",)))
     _check("run", FAMILY, AttentionOptions(attribute=("ig",)))  # the translation family scores its outputs
+
+
+def test_a_lines_outputs_share_one_search_and_a_changed_model_searches_again(tiny_transformer_run, monkeypatch):
+    """faithfulness scores every output of a line in turn: one beam search per line, not one per output; a weight
+    changed in place (a head mask, a load) or other decoding settings decode again."""
+    from attnkit.families.translation import attribute
+
+    loaded = load_run(tiny_transformer_run)
+    calls = []
+    real = attribute.translate
+    monkeypatch.setattr(attribute, "translate", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    for t in range(3):
+        attribute.score_function(loaded, "t1 t2 t3", t)
+    assert len(calls) == 1
+    attribute.score_function(loaded, "t3 t2", 0)
+    assert len(calls) == 2
+    with torch.no_grad():
+        next(loaded.model.parameters()).mul_(1.0)
+    attribute.score_function(loaded, "t3 t2", 0)
+    assert len(calls) == 3

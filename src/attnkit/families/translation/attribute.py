@@ -17,7 +17,9 @@ replaced.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -52,11 +54,27 @@ def token_score(model: nn.Module, src: Tensor, src_keep: Tensor, tgt_in: Tensor,
     return f
 
 
+_LAST: weakref.WeakKeyDictionary[nn.Module, tuple] = weakref.WeakKeyDictionary()  # model -> (line, decode, weights' versions, best)
+
+
+def best_hypothesis(loaded: LoadedRun, line: str) -> Any:
+    """The best hypothesis of `line` under the run's decoding settings, decoded once for every output of the line
+    (`faithfulness` scores them in turn: one search per line instead of one per output token)."""
+    decode = loaded.run.decode.with_overrides(nbest=1)
+    tensors = [*loaded.model.parameters(), *loaded.model.buffers()]
+    key = (line, repr(decode), tuple(t._version for t in tensors))  # _version: bumped by every in-place change (a head mask, a load)
+    last = _LAST.get(loaded.model)
+    if last is None or last[:3] != key:
+        last = (*key, translate(loaded.model, loaded.vocabs, [line], decode)[0][0])
+        _LAST[loaded.model] = last
+    return last[3]
+
+
 def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
     """(f: source embeddings (N, S, D) -> log p(output t) (N,), the line's source embeddings (S, D), what f
     scores) for output position `output` (default 0) of the hypothesis the explorer shows (module docstring)."""
     model, vocabs = loaded.model, loaded.vocabs
-    best = translate(model, vocabs, [line], loaded.run.decode.with_overrides(nbest=1))[0][0]
+    best = best_hypothesis(loaded, line)
     t = 0 if output is None else output
     if not 0 <= t < len(best.tgt_pieces):
         raise AttnkitError(f"{loaded.folder}: --attribute-target {t}: the output has {len(best.tgt_pieces)} positions ({' '.join(best.tgt_pieces)})")
