@@ -12,11 +12,17 @@ has r words, yet neither has positions to compare.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, add_text, example, positive_int, read_texts
 from attnkit.errors import AttnkitError
+
+if TYPE_CHECKING:
+    from attnkit.sources.progress import Shard
 
 SEPARATORS = ("</s>", "[SEP]")
 
@@ -70,45 +76,59 @@ def cmd_heads(args: argparse.Namespace) -> int:
 
 
 def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | None) -> int:
-    """`heads --importance [--prune [STEP]]`: OUT/importance.json (`sources.importance`; resumable, SIGTERM as SIGINT)."""
+    """`heads --importance [--prune [STEP]]`: OUT/importance.json (`sources.importance`; resumable, SIGTERM as SIGINT;
+    split across torchrun's ranks)."""
     from attnkit.io import atomic_write_text, interruptible
-    from attnkit.sources.importance import run_importance
+    from attnkit.sources.importance import PROGRESS, run_importance
 
-    with interruptible():
-        doc = run_importance(loaded, lines, source, out, prune)
-        atomic_write_text(out / "importance.json", json.dumps(doc, indent=1) + "\n")
+    with interruptible(), _ranks() as shard:
+        doc = run_importance(loaded, lines, source, out, prune, shard)
+        if doc is not None:
+            atomic_write_text(out / "importance.json", json.dumps(doc, indent=1) + "\n")
+    if doc is None:  # a rank other than 0 under torchrun
+        print(f"rank {shard.rank}: its pairs and steps are in {out / shard.file(PROGRESS)}; importance.json is rank 0's")
+        return 0
     least = ", ".join(doc["order"][:3])
     pruned = f"; accuracy {doc['pruning'][0]['accuracy']:.1f}% with every head, {len(doc['pruning'])} pruning steps" if prune else ""
     print(f"wrote {out / 'importance.json'}: {doc['heads']} heads over {doc['pairs']} pairs, least important {least}{pruned}")
     return 0
 
 
-def cmd_faithfulness(args: argparse.Namespace) -> int:
+@contextlib.contextmanager
+def _ranks() -> Iterator[Shard]:
+    """This process's `Shard` of the work under torchrun (a world of one without it). The ranks meet over gloo
+    (objects only, whatever device the model runs on); rank 0 may wait for a resumed rank's remaining work at a
+    gather: a week, not torch's 30 minutes."""
     import datetime
 
     import torch
 
+    from attnkit.sources.progress import Shard
+    from attnkit.train.distributed import process_group
+
+    with process_group(torch.device("cpu"), datetime.timedelta(days=7)) as world:
+        yield Shard(world.rank, world.size, world.gather, world.broadcast)
+
+
+def cmd_faithfulness(args: argparse.Namespace) -> int:
     from attnkit.io import interruptible
     from attnkit.progress import counter
     from attnkit.sources import open_source
-    from attnkit.sources.faithfulness import METHODS, Settings, Shard, run_faithfulness, shard_file
-    from attnkit.train.distributed import process_group
+    from attnkit.sources.faithfulness import EXAMPLES, METHODS, Settings, run_faithfulness
 
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
-    # gloo carries the ranks' records to rank 0, which may wait there for a resumed rank's remaining work: a week, not 30 min
-    with interruptible(), process_group(torch.device("cpu"), datetime.timedelta(days=7)) as world, counter(0, "faithfulness", unit="text") as bar:
+    with interruptible(), _ranks() as shard, counter(0, "faithfulness", unit="text") as bar:
 
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
-        shard = Shard(world.rank, world.size, world.gather)
         doc = run_faithfulness(loaded, args.source, _data_set(args), args.out, settings, args.limit, progress, shard)
     out = Path(args.out)
     if doc is None:  # a rank other than 0 under torchrun
-        print(f"rank {world.rank}: its texts are in {out / shard_file(shard)}; the summary is rank 0's")
+        print(f"rank {shard.rank}: its texts are in {out / shard.file(EXAMPLES)}; the summary is rank 0's")
         return 0
     print(f"wrote {out / 'faithfulness.json'}, {out / 'faithfulness.md'} and {out / 'deletion.png'}: "
           f"{doc['run']['examples']} texts, {doc['outputs']} outputs, {len(doc['methods'])} rankings")  # fmt: skip
