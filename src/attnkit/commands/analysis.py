@@ -12,17 +12,11 @@ has r words, yet neither has positions to compare.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from attnkit.config.args import DTYPES, add_checkpoint, add_dtype, add_text, example, positive_int, read_texts
 from attnkit.errors import AttnkitError
-
-if TYPE_CHECKING:
-    from attnkit.sources.progress import Shard
 
 SEPARATORS = ("</s>", "[SEP]")
 
@@ -78,10 +72,11 @@ def cmd_heads(args: argparse.Namespace) -> int:
 def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | None) -> int:
     """`heads --importance [--prune [STEP]]`: OUT/importance.json (`sources.importance`; resumable, SIGTERM as SIGINT;
     split across torchrun's ranks)."""
+    from attnkit.commands.ranks import ranks
     from attnkit.io import atomic_write_text, interruptible
     from attnkit.sources.importance import PROGRESS, run_importance
 
-    with interruptible(), _ranks() as shard:
+    with interruptible(), ranks() as shard:
         doc = run_importance(loaded, lines, source, out, prune, shard)
         if doc is not None:
             atomic_write_text(out / "importance.json", json.dumps(doc, indent=1) + "\n")
@@ -94,38 +89,18 @@ def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | N
     return 0
 
 
-@contextlib.contextmanager
-def _ranks() -> Iterator[Shard]:
-    """This process's `Shard` of the work under torchrun (a world of one without it). The ranks meet over gloo
-    (objects only, whatever device the model runs on); rank 0 may wait for a resumed rank's remaining work at a
-    gather: a week, not torch's 30 minutes."""
-    import datetime
-
-    import torch
-
-    from attnkit.sources.progress import Shard
-    from attnkit.train.distributed import process_group
-
-    with process_group(torch.device("cpu"), datetime.timedelta(days=7)) as world:
-        yield Shard(world.rank, world.size, world.gather, world.broadcast)
-
-
 def cmd_faithfulness(args: argparse.Namespace) -> int:
+    from attnkit.commands.ranks import ranks
     from attnkit.io import interruptible
-    from attnkit.progress import counter
+    from attnkit.progress import counter, moves
     from attnkit.sources import open_source
     from attnkit.sources.faithfulness import EXAMPLES, METHODS, Settings, run_faithfulness
 
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
-    with interruptible(), _ranks() as shard, counter(0, "faithfulness", unit="text") as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        doc = run_faithfulness(loaded, args.source, _data_set(args), args.out, settings, args.limit, progress, shard)
+    with interruptible(), ranks() as shard, counter(0, "faithfulness", unit="text") as bar:
+        doc = run_faithfulness(loaded, args.source, _data_set(args), args.out, settings, args.limit, moves(bar), shard)
     out = Path(args.out)
     if doc is None:  # a rank other than 0 under torchrun
         print(f"rank {shard.rank}: its texts are in {out / shard.file(EXAMPLES)}; the summary is rank 0's")
