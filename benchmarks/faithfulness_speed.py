@@ -15,7 +15,8 @@ timing. Issue 61's figure before batching: 300 texts in 1 min 44 s (4.9 texts/s)
 
 With `--ranks N`, a second line (`case: "faithfulness torchrun"`) times the command end to end in fresh
 processes, `attnkit faithfulness` against `torchrun --standalone --nproc-per-node N -m attnkit faithfulness`
-(N processes of one thread; the single process with torch's default threads), taking turns `--repeat`
+(the single process with torch's default threads T, each rank T // N: the same cores, as torchrun's default of
+one thread a rank gives on a 2-core machine; docs/distributed.md#threads-per-rank), taking turns `--repeat`
 times: the medians `one_process_s` and `ranks_s` and their ratio (issue 61 asks at most 0.8 for 2 ranks).
 """
 
@@ -68,25 +69,30 @@ def measure(count: int, folder: Path) -> dict:
     }  # fmt: skip
 
 
-def command_seconds(cmd: list[str]) -> float:
+def command_seconds(cmd: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True)
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
     return time.perf_counter() - start
 
 
 def ranks_case(count: int, ranks: int, repeat: int, folder: Path) -> dict:
-    """The command in one process against `ranks` torchrun ranks (fresh processes, fresh out folders, taking turns)."""
+    """The command in one process against `ranks` torchrun ranks (fresh processes, fresh out folders, taking turns).
+    The one process runs torch's default threads T; each rank T // ranks (at least 1), so both use the same cores."""
     args = ["-m", "attnkit", "faithfulness", str(folder / "bert"), "--input", str(folder / "texts.txt"), "--methods", *METHODS]
+    threads = torch.get_num_threads()
+    per_rank = max(1, threads // ranks)
+    alone = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     load = round(os.getloadavg()[0], 2)
     one, many = [], []
     for i in range(repeat):
-        one.append(command_seconds([sys.executable, *args, "--out", str(folder / f"one{i}")]))
+        one.append(command_seconds([sys.executable, *args, "--out", str(folder / f"one{i}")], alone))
         many.append(command_seconds([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks), *args,
-                                     "--out", str(folder / f"ranks{i}")]))  # fmt: skip
+                                     "--out", str(folder / f"ranks{i}")], {**alone, "OMP_NUM_THREADS": str(per_rank)}))  # fmt: skip
     a, b = statistics.median(one), statistics.median(many)
     return {
         "case": "faithfulness torchrun", "texts": count, "ranks": ranks, "one_process_s": round(a, 3), "ranks_s": round(b, 3), "ratio": round(b / a, 3),
-        "one_process_runs": [round(x, 3) for x in one], "ranks_runs": [round(x, 3) for x in many], "cpu": cpu_model(), "load_1min": load,
+        "one_process_runs": [round(x, 3) for x in one], "ranks_runs": [round(x, 3) for x in many], "one_process_threads": threads,
+        "threads_per_rank": per_rank, "cpu": cpu_model(), "cores": len(os.sched_getaffinity(0)), "load_1min": load,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }  # fmt: skip
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -135,3 +135,13 @@ def counter(total: int | None, desc: str, unit: str = "it") -> Iterator[tqdm]:
         yield shown
     finally:
         shown.close()
+
+
+def moves(shown: tqdm) -> Callable[[int, int], None]:
+    """The `progress(done, total)` callback of a library function (`faithfulness`, `attention --input`) that moves `shown`."""
+
+    def progress(done: int, total: int) -> None:
+        shown.total = total
+        shown.update(done - shown.n)
+
+    return progress

@@ -1,35 +1,29 @@
 """`attnkit faithfulness` under torchrun: 2 gloo ranks on the CPU split the texts, and rank 0's examples.jsonl
 and summary are the ones a single process writes; a rank stopped part-way is resumed alone.
 
-Every process runs with one thread (as torchrun gives each rank), so that the one-process run and the ranks
-compute each text with the same kernels and the lines can be compared byte for byte.
+Every process runs with one thread (`launch.attnkit`, as torchrun gives each rank), so that the one-process run and
+the ranks compute each text with the same kernels and the lines can be compared byte for byte.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from attnkit.sources.faithfulness import EXAMPLES
+from launch import attnkit
 
 TEXTS = ["t1 t2 t3 t4 t5", "t9 t8 t7", "t3 t3 t1 t0 t6 t2 t2 t8 t9 t1 t4", "t2 t4 t6", "t5 t1 t8 t8 t0 t3"]
 METHODS = ["attention", "ixg", "ig", "loo", "random"]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def faithfulness(run: Path, data: Path, out: Path, ranks: int = 0) -> subprocess.CompletedProcess:
     """`attnkit faithfulness` in a fresh process, or under `torchrun --standalone --nproc-per-node ranks`."""
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks)] if ranks else [sys.executable]
-    cmd = [*launch, "-m", "attnkit", "faithfulness", str(run), "--input", str(data), "--out", str(out), "--methods", *METHODS]
-    done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
+    return attnkit(["faithfulness", str(run), "--input", str(data), "--out", str(out), "--methods", *METHODS], ranks)
 
 
 @pytest.fixture(scope="module")

@@ -70,13 +70,19 @@ def cmd_heads(args: argparse.Namespace) -> int:
 
 
 def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | None) -> int:
-    """`heads --importance [--prune [STEP]]`: OUT/importance.json (`sources.importance`; resumable, SIGTERM as SIGINT)."""
+    """`heads --importance [--prune [STEP]]`: OUT/importance.json (`sources.importance`; resumable, SIGTERM as SIGINT;
+    split across torchrun's ranks)."""
+    from attnkit.commands.ranks import ranks
     from attnkit.io import atomic_write_text, interruptible
-    from attnkit.sources.importance import run_importance
+    from attnkit.sources.importance import PROGRESS, run_importance
 
-    with interruptible():
-        doc = run_importance(loaded, lines, source, out, prune)
-        atomic_write_text(out / "importance.json", json.dumps(doc, indent=1) + "\n")
+    with interruptible(), ranks() as shard:
+        doc = run_importance(loaded, lines, source, out, prune, shard)
+        if doc is not None:
+            atomic_write_text(out / "importance.json", json.dumps(doc, indent=1) + "\n")
+    if doc is None:  # a rank other than 0 under torchrun
+        print(f"rank {shard.rank}: its pairs and steps are in {out / shard.file(PROGRESS)}; importance.json is rank 0's")
+        return 0
     least = ", ".join(doc["order"][:3])
     pruned = f"; accuracy {doc['pruning'][0]['accuracy']:.1f}% with every head, {len(doc['pruning'])} pruning steps" if prune else ""
     print(f"wrote {out / 'importance.json'}: {doc['heads']} heads over {doc['pairs']} pairs, least important {least}{pruned}")
@@ -84,32 +90,21 @@ def _importance(loaded, lines: list[str], source: str, out: Path, prune: int | N
 
 
 def cmd_faithfulness(args: argparse.Namespace) -> int:
-    import datetime
-
-    import torch
-
+    from attnkit.commands.ranks import ranks
     from attnkit.io import interruptible
-    from attnkit.progress import counter
+    from attnkit.progress import counter, moves
     from attnkit.sources import open_source
-    from attnkit.sources.faithfulness import METHODS, Settings, Shard, run_faithfulness, shard_file
-    from attnkit.train.distributed import process_group
+    from attnkit.sources.faithfulness import EXAMPLES, METHODS, Settings, run_faithfulness
 
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
                         text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
     loaded.check_scored()  # one line before any work (nothing written to --out) if the source has nothing to explain
-    # gloo carries the ranks' records to rank 0, which may wait there for a resumed rank's remaining work: a week, not 30 min
-    with interruptible(), process_group(torch.device("cpu"), datetime.timedelta(days=7)) as world, counter(0, "faithfulness", unit="text") as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        shard = Shard(world.rank, world.size, world.gather)
-        doc = run_faithfulness(loaded, args.source, _data_set(args), args.out, settings, args.limit, progress, shard)
+    with interruptible(), ranks() as shard, counter(0, "faithfulness", unit="text") as bar:
+        doc = run_faithfulness(loaded, args.source, _data_set(args), args.out, settings, args.limit, moves(bar), shard)
     out = Path(args.out)
     if doc is None:  # a rank other than 0 under torchrun
-        print(f"rank {world.rank}: its texts are in {out / shard_file(shard)}; the summary is rank 0's")
+        print(f"rank {shard.rank}: its texts are in {out / shard.file(EXAMPLES)}; the summary is rank 0's")
         return 0
     print(f"wrote {out / 'faithfulness.json'}, {out / 'faithfulness.md'} and {out / 'deletion.png'}: "
           f"{doc['run']['examples']} texts, {doc['outputs']} outputs, {len(doc['methods'])} rankings")  # fmt: skip

@@ -2,7 +2,8 @@
 
 SOURCE is an attnkit run folder, a Hugging Face model folder or a hub id (`attnkit.sources`);
 docs/explorer.md lists what the npz holds. `--document FILE` (`-`: stdin) reads the input from a
-file, whole; `--long` takes a long input through a Hugging Face decoder or encoder without eager attention
+file, whole; `--input FILE --out DIR` writes one npz per line of FILE into DIR (`attnkit.sources.inputs`:
+resumable, split across torchrun's ranks); `--long` takes a long input through a Hugging Face decoder or encoder without eager attention
 (summaries, pooled maps, exact rows and rollout rows: `attnkit.sources.hf.long`).
 """
 
@@ -10,9 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnkit.config.args import example, non_negative_int, positive_int, read_document
 from attnkit.errors import AttnkitError
+
+if TYPE_CHECKING:
+    from attnkit.sources import AttentionOptions
 
 
 def _text(args: argparse.Namespace) -> str | None:
@@ -44,21 +50,51 @@ def _long(args: argparse.Namespace, text: str | None) -> dict:
     return export_long(args.source, text, args.out, options)
 
 
-def cmd_attention(args: argparse.Namespace) -> int:
-    from attnkit.sources import AttentionOptions, export_attention
+def _options(args: argparse.Namespace) -> AttentionOptions:
+    from attnkit.sources import AttentionOptions
 
-    text = _text(args)
-    if args.long:
-        print(json.dumps(_long(args, text)))
-        return 0
     if args.rows or args.layers or args.heads:
         raise AttnkitError("--rows, --layers and --heads go with --long")
-    options = AttentionOptions(
+    return AttentionOptions(
         target=args.target, image=args.image, truncate=args.truncate, words=args.words, flow=args.flow,
         attribute=tuple(args.attribute or ()), output=args.attribute_target, max_new_tokens=args.max_new_tokens, checkpoint=args.checkpoint,
         max_memory=_budget(args),
     )  # fmt: skip
-    summary = export_attention(args.source, text, args.out, options)
+
+
+def _inputs(args: argparse.Namespace) -> int:
+    """`--input FILE --out DIR`: one npz per line (`sources.inputs`; resumable, SIGTERM as SIGINT; split across torchrun's ranks)."""
+    from attnkit.commands.ranks import ranks
+    from attnkit.io import interruptible
+    from attnkit.progress import counter, moves
+    from attnkit.sources import open_source
+    from attnkit.sources.inputs import INDEX, export_inputs, inputs_of
+
+    given = [name for name, value in (("a TEXT", args.text), ("--document", args.document), ("--long", args.long)) if value is not None]
+    if given:
+        raise AttnkitError(f"--input {args.input} takes its inputs from the file, one a line; leave out {' and '.join(given)}")
+    options = _options(args)
+    inputs = inputs_of(args.input)  # a bad file is refused before the model loads
+    opened = open_source(args.source, options.checkpoint)
+    with interruptible(), ranks() as shard, counter(0, "attention", unit="input") as bar:
+        summary = export_inputs(opened, inputs, args.input, args.out, options, shard, moves(bar))
+    if summary is None:  # a rank other than 0 under torchrun
+        print(f"rank {shard.rank}: its inputs are listed in {Path(args.out) / shard.file(INDEX)}; {INDEX} is rank 0's")
+        return 0
+    print(json.dumps(summary))
+    return 0
+
+
+def cmd_attention(args: argparse.Namespace) -> int:
+    from attnkit.sources import export_attention
+
+    if args.input is not None:
+        return _inputs(args)
+    text = _text(args)
+    if args.long:
+        print(json.dumps(_long(args, text)))
+        return 0
+    summary = export_attention(args.source, text, args.out, _options(args))
     print(json.dumps(summary))
     return 0
 
@@ -82,16 +118,19 @@ def add(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "attention",
-        help="every attention map of one input as one .npz (attnkit runs and Hugging Face models)",
+        help="every attention map of one input as one .npz, or of each line of a file (attnkit runs and Hugging Face models)",
         description="Write tokens and one (heads, queries, keys) float32 array per kind and layer, <kind>/layer<l>, "
         "plus rollout (and flow, attributions) for one input; or, with --long, what a long input needs (docs/explorer.md).",
         epilog=example('attnkit attention bert-base-uncased "The cat sat on the mat." --out cat.npz',
-                       "attnkit attention MODEL --document book.txt --long --rows -1 --out book.npz"),
+                       "attnkit attention MODEL --document book.txt --long --rows -1 --out book.npz",
+                       "attnkit attention bert-base-uncased --input texts.txt --out maps/"),
     )  # fmt: skip
     p.add_argument("source", help="an attnkit run folder, a Hugging Face model folder (save_pretrained) or a hub id")
     p.add_argument("text", nargs="?", help="the input text (a vision model or a caption run: the image, or --image)")
     p.add_argument("--document", metavar="FILE", help="read the input text from FILE, whole (`-`: stdin)")
-    p.add_argument("--out", required=True, help="the .npz file to write")
+    p.add_argument("--input", metavar="FILE", help="a file of inputs, one a line: one .npz each into the folder --out, named by line number "
+                   "(DIR/000001.npz), and DIR/index.jsonl; resumable, and split across torchrun's ranks")  # fmt: skip
+    p.add_argument("--out", required=True, help="the .npz file to write (with --input: a folder)")
     p.add_argument("--target", help="encoder-decoder models: the target to attend over (default: the model's greedy output)")
     p.add_argument("--image", help="vision models and caption runs: the image file")
     p.add_argument("--truncate", action="store_true", help="cut a text longer than the model's positions (default: refuse it)")

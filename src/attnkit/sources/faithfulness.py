@@ -38,7 +38,7 @@ import torch
 from attnkit.analysis.faithfulness import CURVE, FRACTIONS, faithfulness_of_rankings, leave_one_out, random_scores
 from attnkit.errors import AttnkitError
 from attnkit.io import append_text
-from attnkit.sources.progress import data_fingerprint, model_fingerprint, parse_progress, read_progress
+from attnkit.sources.progress import Shard, data_fingerprint, model_fingerprint, read_progress, records_elsewhere
 from attnkit.sources.scored import ScoredOutput
 from attnkit.sources.source import Source
 
@@ -59,16 +59,6 @@ class Settings:
     truncate: bool = False
     text_column: str = "text"
     text2_column: str | None = None
-
-
-@dataclass(frozen=True)
-class Shard:
-    """This process's share of the texts under torchrun: the texts i with i % size == rank, and how its records
-    reach rank 0 (`gather`: a value -> every rank's, in rank order, on rank 0; None on the others)."""
-
-    rank: int = 0
-    size: int = 1
-    gather: Callable[[dict], list[dict] | None] = lambda value: [value]
 
 
 def scored_outputs(source: Source, text: str, settings: Settings) -> list[ScoredOutput]:
@@ -134,26 +124,10 @@ def header(source: Source, data: str | Path, settings: Settings) -> dict:
     }
 
 
-def shard_file(shard: Shard) -> str:
-    """The examples file a rank appends to: examples.jsonl for one process."""
-    return EXAMPLES if shard.size == 1 else f"examples.rank{shard.rank}-of-{shard.size}.jsonl"
-
-
-def records_elsewhere(out: Path, expected: dict, own: Path) -> dict[int, dict]:
-    """The records of OUT's other examples files (examples.jsonl, every rank's of any world size), read as they
-    are: another rank may be appending to its file, so a last line without its newline is left to it."""
-    found: dict[int, dict] = {}
-    for path in sorted(out.glob("examples*.jsonl")):
-        if path != own:
-            data = path.read_bytes()
-            found.update({r["index"]: r for r in parse_progress(path, data[: data.rfind(b"\n") + 1], expected, WHAT)})
-    return found
-
-
 def score_shard(loaded: Source, texts: list[str], data: str | Path, path: Path, records: dict[int, dict], settings: Settings, shard: Shard,
                 progress: Callable[[int, int], None] | None) -> None:  # fmt: skip
     """Score this rank's texts (index % size == rank) that no file holds, appending each to `path` and `records`."""
-    mine = [i for i in range(len(texts)) if i % shard.size == shard.rank]
+    mine = shard.mine(range(len(texts)))
     done = sum(1 for i in mine if i in records)
     if progress is not None:
         progress(done, len(mine))
@@ -175,7 +149,7 @@ def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | P
     """Score every text of `data` (the first `limit`) not yet in OUT's examples files, then write the summary
     (`faithfulness.json`, `.md`, `deletion.png`); returns it. `progress(done, total)` after each text.
 
-    On several ranks (`shard`), each scores its share into its own file (`shard_file`), then rank 0 gathers every
+    On several ranks (`shard`), each scores its share into its own file (`Shard.file`), then rank 0 gathers every
     rank's records and writes examples.jsonl as one process would have (the same lines, in text order) and the
     summary; the other ranks return None. A text on file anywhere in OUT is not scored again, so one process
     continues a stopped torchrun job and the reverse."""
@@ -190,9 +164,8 @@ def run_faithfulness(loaded: Source, source: str, data: str | Path, out: str | P
     texts = read_texts(data, settings.text_column, settings.text2_column)[:limit]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    path, expected = out / shard_file(shard), header(loaded, data, settings)
-    records = {r["index"]: r for r in read_progress(path, expected, WHAT)}
-    records.update(records_elsewhere(out, expected, path))
+    path, expected = out / shard.file(EXAMPLES), header(loaded, data, settings)
+    records = {r["index"]: r for r in read_progress(path, expected, WHAT) + records_elsewhere(out, EXAMPLES, path, expected, WHAT)}
     score_shard(loaded, texts, data, path, records, settings, shard, progress)
     if shard.size > 1:
         parts = shard.gather({i: records[i] for i in range(shard.rank, len(texts), shard.size)})

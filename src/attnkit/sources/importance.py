@@ -22,7 +22,16 @@ again with the same `--out` computes only what the file lacks; a file written fo
 lines or another dtype is refused in one line. The sum over pairs is taken in pair order from the
 recorded terms (JSON floats round-trip exactly), so a resumed run gives the figures of an
 uninterrupted one. `--prune STEP` is not a setting: a step's figures depend only on how many heads
-are masked, so another STEP reuses the steps on file.
+are masked, so another STEP reuses the steps on file. At the end importance.jsonl is written whole:
+the header, the pairs in order, the steps by how many heads they mask.
+
+Under torchrun (`torchrun --nproc-per-node N -m attnkit heads --importance ...`), rank r of N takes pairs
+r, r + N, ... and pruning steps r, r + N, ... of the list, appending them to its own
+`importance.rank<r>-of-<N>.jsonl` (`sources.progress.Shard`), resumable on its own; the greedy outputs of
+missing references are found in one process's batches, batch k on rank k % N. Each pair's term and each
+step's figures depend on that pair or that step alone, and the sum is taken in pair order from the terms,
+so rank 0's importance.jsonl and importance.json are the one-process files, byte for byte when every process
+runs as many threads.
 """
 
 from __future__ import annotations
@@ -41,10 +50,10 @@ from attnkit.data.batching import collate
 from attnkit.data.vocab import BOS, EOS
 from attnkit.decode.greedy import greedy
 from attnkit.errors import AttnkitError
-from attnkit.io import append_text
+from attnkit.io import append_text, atomic_write_text
 from attnkit.models.head_mask import KINDS
 from attnkit.models.transformer import HeadMask, Transformer
-from attnkit.sources.progress import lines_fingerprint, model_fingerprint, read_progress
+from attnkit.sources.progress import Shard, lines_fingerprint, model_fingerprint, read_progress, records_elsewhere
 from attnkit.sources.source import RunSource
 
 Pair = tuple[list[int], list[int]]  # (source ids, target ids), no EOS
@@ -90,17 +99,20 @@ def split_mask(mask: Tensor, lay: Layout) -> HeadMask:
     return HeadMask(mask[:le], mask[le : le + ld], mask[le + ld :])
 
 
-def complete(model: Transformer, pairs: Sequence[tuple[list[int], list[int] | None]], decode) -> list[Pair]:
-    """Each pair, a missing target replaced by the model's greedy output (the run's step limit)."""
+def complete(model: Transformer, pairs: Sequence[tuple[list[int], list[int] | None]], decode, shard: Shard = Shard()) -> list[Pair]:
+    """Each pair, a missing target replaced by the model's greedy output (the run's step limit). The missing pairs
+    go in batches of `BATCH`, in pair order, as one process batches them; under torchrun batch k is rank k % N's,
+    and every rank gets every output (`Shard.share`), so each output is the one a single process finds."""
     missing = [i for i, (_, tgt) in enumerate(pairs) if tgt is None]
     done = {}
     device = next(model.parameters()).device
-    for start in range(0, len(missing), BATCH):
+    for start in shard.mine(range(0, len(missing), BATCH)):
         index = missing[start : start + BATCH]
         b = collate([(pairs[i][0], []) for i in index], range(len(index))).to(device)
         with torch.inference_mode():
             hyps = greedy(model, b.src, b.src_keep, max_len_a=decode.max_len_a, max_len_b=decode.max_len_b, bos=BOS, eos=EOS)
         done |= {i: h.tokens for i, h in zip(index, hyps)}
+    done = shard.share(done)
     return [(src, done[i] if tgt is None else tgt) for i, (src, tgt) in enumerate(pairs)]
 
 
@@ -136,38 +148,50 @@ def scores(model: Transformer, lay: Layout, pairs: Sequence[Pair]) -> Callable[[
     return metric
 
 
+def pair_terms(model: Transformer, lay: Layout, pairs: Sequence[Pair], index: Sequence[int], done: dict[int, list], record: Record,
+               progress: Callable[[int], None] = lambda n: None) -> None:  # fmt: skip
+    """The term |dL/dxi| (L, H) of each pair of `index` that `done` lacks (pair -> (L, H) lists): into `done` and `record`."""
+    loss = pair_loss(model, lay, pairs)
+    for i in index:
+        if i not in done:
+            done[i] = head_gradient(loss, i, lay.shape).tolist()  # (L, H): float64, exact through JSON
+            record({"pair": i, "gradient": done[i]})
+            progress(1)
+
+
+def summed(terms: dict[int, list], lay: Layout, n: int) -> Tensor:
+    """Michel et al.'s I_h: the terms of pairs 0 .. n-1 summed in pair order, normalised per layer -> (L, H)."""
+    total = torch.zeros(lay.shape, dtype=torch.float64)  # (L, H)
+    for i in range(n):
+        total += torch.tensor(terms[i], dtype=torch.float64)  # (L, H)
+    return normalise_layers(total).float()  # (L, H)
+
+
 def importance(model: Transformer, lay: Layout, pairs: Sequence[Pair], progress: Callable[[int], None] = lambda n: None, *,
                done: dict[int, list] | None = None, record: Record = lambda r: None) -> Tensor:  # fmt: skip
     """Michel et al.'s I_h over `pairs`, one pair at a time, normalised per layer: -> (L_enc + 2 L_dec, H).
 
     `done` holds the terms |dL/dxi| of pairs already on file (pair -> (L, H) lists); each new term goes to `record`.
     """
-    done = done or {}
-    loss = pair_loss(model, lay, pairs)
-    total = torch.zeros(lay.shape, dtype=torch.float64)  # (L, H)
-    for i in range(len(pairs)):
-        if i in done:
-            total += torch.tensor(done[i], dtype=torch.float64)  # (L, H)
-            continue
-        term = head_gradient(loss, i, lay.shape)  # (L, H)
-        record({"pair": i, "gradient": term.tolist()})
-        total += term
-        progress(1)
-    return normalise_layers(total).float()  # (L, H)
+    terms = dict(done or {})
+    pair_terms(model, lay, pairs, range(len(pairs)), terms, record, progress)
+    return summed(terms, lay, len(pairs))
 
 
-def prune_steps(metric: Callable[[Tensor], dict[str, float]], order: Sequence[tuple[int, int]], shape: tuple[int, int], step: int,
-                done: dict[int, dict], record: Record, progress: Callable[[int], None] = lambda n: None) -> list[dict]:  # fmt: skip
-    """The metric with 0, step, 2 step, ... and finally all heads of `order` masked: [{"masked": k, ...}, ...]
-    (`done`: the steps on file, by k; each new one goes to `record`)."""
-    curve = []
-    for k in [*range(0, len(order), step), len(order)]:
+def pruned_counts(heads: int, step: int) -> list[int]:
+    """How many heads each pruning step masks: 0, step, 2 step, ... and finally all of them."""
+    return [*range(0, heads, step), heads]
+
+
+def prune_steps(metric: Callable[[Tensor], dict[str, float]], order: Sequence[tuple[int, int]], shape: tuple[int, int], counts: Sequence[int],
+                done: dict[int, dict], record: Record, progress: Callable[[int], None] = lambda n: None) -> None:  # fmt: skip
+    """The metric with the first k heads of `order` masked, for each k of `counts` that `done` (the steps on file,
+    by k) lacks: {"masked": k, ...} into `done` and `record`."""
+    for k in counts:
         if k not in done:
             done[k] = {"masked": k, **metric(mask_first(order, k, shape))}
             record(done[k])
-        curve.append(done[k])
         progress(1)
-    return curve
 
 
 def head_report(found: Tensor, lay: Layout) -> dict:
@@ -185,35 +209,63 @@ def progress_header(loaded, lines: Sequence[str]) -> dict:
             "settings": {"dtype": str(weight.dtype).removeprefix("torch."), "device": weight.device.type}}  # fmt: skip
 
 
-def run_importance(loaded, lines: Sequence[str], where: str, out: str | Path, prune_step: int | None = None) -> dict:
+def write_progress(path: Path, expected: dict, terms: dict[int, list], steps: dict[int, dict]) -> None:
+    """importance.jsonl whole, as one uninterrupted process appends it: the header, the pairs, the steps by k."""
+    lines = [expected, *({"pair": i, "gradient": terms[i]} for i in sorted(terms)), *(steps[k] for k in sorted(steps))]
+    atomic_write_text(path, "".join(json.dumps(line) + "\n" for line in lines))
+
+
+def given_pairs(loaded, lines: Sequence[str], where: str) -> tuple[Layout, list]:
+    """The mask layout of the run's model and the pairs of `lines` (one line for a run that gives none)."""
+    from attnkit.families import FAMILIES
+
+    lay = layout(loaded.model, str(loaded.folder))
+    if loaded.family.pairs is None:
+        able = ", ".join(f.name for f in FAMILIES.values() if f.pairs is not None)
+        raise AttnkitError(f"{loaded.folder}: a {loaded.family.name} run gives no source/target pairs to score its heads on ({able} runs do)")
+    return lay, loaded.family.pairs(loaded, lines, where)  # a line it cannot read is refused first
+
+
+def run_importance(loaded, lines: Sequence[str], where: str, out: str | Path, prune_step: int | None = None, shard: Shard = Shard()) -> dict | None:
     """Importance of every head of a loaded run over `lines` (`source<TAB>reference` or a source alone) and,
     with `prune_step`, the pruning steps; the JSON `attnkit heads --importance` writes (module docstring).
-    Resumes from OUT/importance.jsonl, where it records its progress."""
-    from attnkit.families import FAMILIES
+    Resumes from OUT's progress files, where it records its progress. Under torchrun (`shard`) each rank scores
+    its pairs and its steps; rank 0 writes importance.jsonl whole and returns the JSON, the others None."""
     from attnkit.progress import counter
 
-    family, model = loaded.family, loaded.model.eval()
-    lay = layout(model, str(loaded.folder))
-    if family.pairs is None:
-        able = ", ".join(f.name for f in FAMILIES.values() if f.pairs is not None)
-        raise AttnkitError(f"{loaded.folder}: a {family.name} run gives no source/target pairs to score its heads on ({able} runs do)")
-    given = family.pairs(loaded, lines, where)  # a line it cannot read is refused first
-    path = Path(out) / PROGRESS
-    path.parent.mkdir(parents=True, exist_ok=True)
-    records = read_progress(path, progress_header(loaded, lines), WHAT)  # before any model pass: a refusal is at once
+    model = loaded.model.eval()
+    lay, given = given_pairs(loaded, lines, where)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path, expected = out / shard.file(PROGRESS), progress_header(loaded, lines)
+    records = read_progress(path, expected, WHAT) + records_elsewhere(out, PROGRESS, path, expected, WHAT)  # before any model pass
     terms = {r["pair"]: r["gradient"] for r in records if "pair" in r}
     steps = {r["masked"]: r for r in records if "masked" in r}
 
     def record(r: dict) -> None:
         append_text(path, json.dumps(r) + "\n")
 
-    pairs = complete(model, given, loaded.run.decode)
-    with counter(len(pairs), "head importance", unit="pair") as bar:
-        bar.update(len(terms))
-        found = importance(model, lay, pairs, bar.update, done=terms, record=record)
+    pairs = complete(model, given, loaded.run.decode, shard)
+    mine = shard.mine(range(len(pairs)))
+    with counter(len(mine), "head importance", unit="pair") as bar:
+        bar.update(sum(i in terms for i in mine))
+        pair_terms(model, lay, pairs, mine, terms, record, bar.update)
+    terms = shard.share({i: terms[i] for i in mine})  # every pair's, on every rank: each finds the same order
+    found = summed(terms, lay, len(pairs))
     doc = {"run": str(loaded.folder), "pairs": len(pairs), "heads": lay.shape[0] * lay.heads, **head_report(found, lay)}
     if prune_step is not None:
         order = pruning_order(found)
-        with counter(len(range(0, len(order), prune_step)) + 1, "pruning", unit="step") as bar:
-            doc["pruning"] = prune_steps(scores(model, lay, pairs), order, lay.shape, prune_step, steps, record, bar.update)
+        counts = pruned_counts(len(order), prune_step)
+        mine = shard.mine(counts)
+        with counter(len(mine), "pruning", unit="step") as bar:
+            prune_steps(scores(model, lay, pairs), order, lay.shape, mine, steps, record, bar.update)
+        parts = shard.gather({k: steps[k] for k in mine})
+        if parts is None:
+            return None
+        for part in parts:
+            steps.update(part)
+        doc["pruning"] = [steps[k] for k in counts]
+    if shard.rank != 0:
+        return None
+    write_progress(out / PROGRESS, expected, terms, steps)
     return doc

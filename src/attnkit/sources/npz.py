@@ -7,7 +7,8 @@ writes each layer as the model gives it); `write_record` then writes the rest of
 `note`, and with attributions `attr/<method>`, `attr/output`, `attr/row`, `attr/ig_steps`,
 `attr/ig_relative_error`, `tau/names`, `tau/rows` and `tau/<method>` (`sources.agreement`); a layer it is
 given in memory (a float record) it writes too. The file appears only when complete
-(`attnkit.io.atomic_path`). Files written by 0.1.0 have the same members and open as they are.
+(`attnkit.io.atomic_path`). Its members carry zip's earliest date, not the time of writing, so the same
+record is the same bytes (a resumed `attention --input` equals an uninterrupted one). Files written by 0.1.0 have the same members and open as they are.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class NpzWriter:
         if name in self.names:
             raise AttnkitError(f"{self.path}: {name} written twice")
         array = np.asarray(array, dtype=np.str_) if isinstance(array, list | tuple) else np.asarray(array)
-        with self._zip.open(f"{name}.npy", "w", force_zip64=True) as f:
+        with self._zip.open(zipfile.ZipInfo(f"{name}.npy"), "w", force_zip64=True) as f:  # dated 1980-01-01: a record, the same bytes
             np.lib.format.write_array(f, array, allow_pickle=False)
         self.names.append(name)
 

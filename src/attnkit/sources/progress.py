@@ -5,6 +5,11 @@ figures depend on: the model's files, the data, the settings), then one record a
 appended whole as it is done (`io.append_text`). `read_progress` opens such a file for a run that
 starts (again): it writes the header of a new file, cuts off a last line that a kill left without
 its newline, and refuses, in one line, a file written for another model, data or settings.
+
+Under torchrun a command splits its work across the ranks (`Shard`): rank r of N appends to its own
+`NAME.rank<r>-of-<N>.jsonl` (`Shard.file`), resumable on its own, and reads the complete lines of the
+folder's other progress files (`records_elsewhere`: other ranks', other world sizes', the one-process
+file's), so that nothing done anywhere is done again; rank 0 then writes NAME.jsonl whole.
 """
 
 from __future__ import annotations
@@ -12,13 +17,42 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from attnkit.errors import AttnkitError
 from attnkit.io import append_text, hash_file
 
 FINGERPRINTS = (("model", "model"), ("data file", "data"), ("settings", "settings"))  # (what a refusal names, header key)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's share of a command's work under torchrun (a world of one by default): the items i with
+    i % size == rank. `gather`: a value -> every rank's, in rank order, on rank 0 (None on the others);
+    `broadcast`: rank 0's value on every rank (`train.distributed.World`'s, which this layer cannot import)."""
+
+    rank: int = 0
+    size: int = 1
+    gather: Callable[[Any], list | None] = lambda value: [value]
+    broadcast: Callable[[Any], Any] = lambda value: value
+
+    def mine(self, items: Sequence) -> list:
+        """This rank's items: items[rank], items[rank + size], ..."""
+        return list(items[self.rank :: self.size])
+
+    def file(self, name: str) -> str:
+        """The progress file this rank appends to: `name` (importance.jsonl) for one process, else
+        importance.rank<r>-of-<N>.jsonl."""
+        stem, suffix = name.rsplit(".", 1)
+        return name if self.size == 1 else f"{stem}.rank{self.rank}-of-{self.size}.{suffix}"
+
+    def share(self, part: dict) -> dict:
+        """Every rank's dict `part`, merged, on every rank."""
+        parts = self.gather(part)
+        return self.broadcast(None if parts is None else {k: v for p in parts for k, v in p.items()})
 
 
 def model_fingerprint(files: Sequence[Path]) -> str:
@@ -83,3 +117,15 @@ def parse_progress(path: Path, data: bytes, expected: dict, what: str) -> list[d
     if differ:
         raise AttnkitError(f"{path}: written for another {' and '.join(differ)}; cannot resume: use another --out or delete the file")
     return records
+
+
+def records_elsewhere(folder: Path, name: str, own: Path, expected: dict, what: str) -> list[dict]:
+    """The records of `folder`'s other progress files of `name` (NAME.jsonl and every rank's of any world size),
+    read as they are: another rank may be appending to its file, so a last line without its newline is left to it."""
+    stem, suffix = name.rsplit(".", 1)
+    found: list[dict] = []
+    for path in sorted({*folder.glob(f"{stem}.rank*-of-*.{suffix}"), folder / name} - {own}):
+        if path.exists():
+            data = path.read_bytes()
+            found += parse_progress(path, data[: data.rfind(b"\n") + 1], expected, what)
+    return found
