@@ -170,7 +170,10 @@ def _check_tile(doc: LongDocument, body: TileRequest) -> None:
     size = -(-n // body.level)
     for name, a, b in (("q", body.q0, body.q1), ("k", body.k0, body.k1)):
         if not a < b <= size:
-            raise HTTPException(422, f"{name}0, {name}1: {a}, {b}; give 0 <= {name}0 < {name}1 <= {size} (the document's {'tokens' if body.level == 1 else f'tiles at level {body.level}'})")
+            raise HTTPException(
+                422,
+                f"{name}0, {name}1: {a}, {b}; give 0 <= {name}0 < {name}1 <= {size} (the document's {'tokens' if body.level == 1 else f'tiles at level {body.level}'})",
+            )
     if (body.q1 - body.q0) * (body.k1 - body.k0) > MAX_TILE_CELLS:
         raise HTTPException(413, f"a tile of {body.q1 - body.q0} x {body.k1 - body.k0} cells, at most {MAX_TILE_CELLS:,}")
 

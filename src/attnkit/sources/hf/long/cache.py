@@ -19,6 +19,7 @@ from attnkit.errors import AttnkitError
 from attnkit.sources.hf.long.budget import gib
 from attnkit.sources.hf.long.document import LongDocument
 
+
 class TooLarge(AttnkitError):
     """A document larger than the whole cache."""
 
