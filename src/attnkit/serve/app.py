@@ -2,7 +2,9 @@
 
 Routes: each family's pages (one template around the family's view, `serve/pages.py`) and `POST`
 endpoints (`attnkit.families.protocol.Api`), the `/attention` page over every run and Hugging Face
-model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), a run's training curves
+model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), the `/long` page over the Hugging Face
+decoders (`GET`/`POST /v1/long`, `POST /v1/long/tile`: documents kept in memory within `--long-cache`,
+exact tiles from their queries and keys: `serve/long.py`), a run's training curves
 (`GET /v1/models/{name}/metrics`: `serve/curves.py`), `/static/*` (plain-JS and CSS assets),
 `GET /v1/models`, `GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` threads (`Batching.workers`, `--workers`), and

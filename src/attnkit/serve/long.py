@@ -56,7 +56,7 @@ Int = Annotated[int, BeforeValidator(_not_a_boolean)]
 class LongRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
-    model: str | None = Field(None, description="a Hugging Face decoder's name (GET /v1/sources); default: the first Hugging Face model")
+    model: str | None = Field(None, description="a Hugging Face decoder's name (GET /v1/sources); default: the first decoder")
     document: Text = Field(description="the document, whole (at most --long-max-chars characters)")
     window: Int = Field(64, ge=1, le=MAX_WINDOW, description="the local window of the `local` summary, in tokens")
 
@@ -196,9 +196,9 @@ def add_long_routes(app: FastAPI, docs: LongDocuments, errors: dict) -> None:
 
     @app.post("/v1/long", response_model=LongResponse, responses=errors, description=keeps(docs.cache.max_bytes))
     async def read(body: LongRequest) -> LongResponse:
-        name = body.model or next(iter(docs.sources), None)
+        name = body.model or next((n for n, hf in docs.sources.items() if hf.arch == "decoder"), None)
         if name not in docs.sources:
-            raise HTTPException(404, f"unknown Hugging Face model {name!r}; loaded: {', '.join(docs.sources) or 'none (serve --hf MODEL)'}")
+            raise HTTPException(404, f"unknown Hugging Face decoder {name!r}; loaded: {', '.join(docs.sources) or 'none (serve --hf MODEL)'}")
         if len(body.document) > docs.max_chars:
             raise HTTPException(413, f"document: {len(body.document):,} characters, at most {docs.max_chars:,} (--long-max-chars)")
         if not body.document.strip():
