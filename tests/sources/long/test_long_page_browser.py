@@ -119,3 +119,28 @@ def test_overview_zoom_and_exact_tile(folder, tmp_path):
 
 INKED = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
   for (let i = 0; i < d.length; i += 4) if (d[i] + d[i + 1] + d[i + 2] < 750) n++; return n; }"""
+
+
+def test_offline_report_zooms_to_the_chosen_rows(hf_folder, tmp_path):
+    """`report --document --long` with no server: the overview, then, past the finest level it holds, the exact rows of --rows."""
+    from attnkit.cli import main
+
+    doc = tmp_path / "doc.txt"
+    doc.write_text(" ".join(WORDS * 2), encoding="utf-8")  # 24 tokens: one tile of 64
+    out = tmp_path / "long.html"
+    assert main(["report", str(hf_folder("llama")), "--document", str(doc), "--long", "--rows", "3", "-1", "--out", str(out)]) == 0
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(out.as_uri())
+        page.wait_for_selector(".attn-long-map canvas.attn-canvas")
+        map_ = page.locator(".attn-long-map")
+        assert (map_.get_attribute("data-level"), map_.get_attribute("data-rows")) == ("64", "1")
+        _click(page, 0)
+        page.wait_for_function("document.querySelector('.attn-long-map').dataset.level === 'rows'")
+        assert (map_.get_attribute("data-rows"), map_.get_attribute("data-cols")) == ("2", "24")
+        assert page.locator(".attn-long-where").inner_text() == "the exact rows chosen with --rows (3, 23) over keys 0\u201323"
+        browser.close()
+    assert errors == []

@@ -134,3 +134,11 @@ def test_offline_report_keeps_levels_and_rows(hf_folder, tmp_path, capsys):
     long = record["long"]
     assert long["document"] is None and list(long["pooled"]) == ["64"] and long["rows"]["positions"] == [2, len(long["tokens"]) - 1]
     assert len(long["rows"]["data"]) == 2 and len(long["rows"]["data"][0]) == 4 and "AttnLong" in html
+
+
+def test_a_long_document_has_its_own_body_limit(models):
+    client = _client(models, max_texts=1, max_chars=10, long_chars=100)  # other routes: at most 1 * (6 * 10 + 8) + 4096 bytes
+    assert client.post("/v1/long", json={"document": "the dog . " * 10}).status_code == 200  # 100 characters, 30 tokens
+    big = client.post("/v1/long", content=b'{"document": "' + b"the " * 2000 + b'"}', headers={"content-type": "application/json"})
+    assert big.status_code == 413 and big.json()["detail"] == f"request body of {8016} bytes, at most {6 * 100 + 4096}"
+    assert client.post("/v1/attention", content=b'{"text": "' + b"a" * 5000 + b'"}', headers={"content-type": "application/json"}).status_code == 413
