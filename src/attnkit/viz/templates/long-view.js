@@ -74,6 +74,40 @@ const AttnLong = (() => {
     return el("div", {class: "attn-long-grid"}, [el("div", {class: "attn-long-grid-title", text: NAMES[name]}), el("table", {}, [head, ...rows])]);
   }
 
+  const span = (long, s, a, b) => `${fmt(a * s)}\u2013${fmt(Math.min(long.tokens.length, b * s) - 1)}`;
+
+  // A view's labels along the queries (`q`) or the keys: tokens (exact), query positions and tokens (chosen rows), token ranges (pooled).
+  function labels(long, v, axis) {
+    const [a, b] = axis === "q" ? [v.r0, v.r1] : [v.c0, v.c1];
+    if (v.level === "rows") return axis === "q" ? long.rows.positions.map((q) => `${q}: ${long.tokens[q]}`) : long.tokens.slice(a, b);
+    if (v.level === 1) return long.tokens.slice(a, b);
+    return [...Array(b - a).keys()].map((i) => span(long, v.level, a + i, a + i + 1));
+  }
+
+  function describe(long, v) {
+    const range = (a, b) => `${fmt(a)}\u2013${fmt(b - 1)}`;
+    if (v.level === "rows") return `the exact rows chosen with --rows (${long.rows.positions.join(", ")}) over keys ${range(v.c0, v.c1)}`;
+    if (v.level === 1) return `exact attention: queries ${range(v.r0, v.r1)} \u00d7 keys ${range(v.c0, v.c1)}`;
+    return `pooled level ${fmt(v.level)} (block means of ${fmt(v.level)} \u00d7 ${fmt(v.level)} tokens): queries ${span(long, v.level, v.r0, v.r1)} \u00d7 keys ${span(long, v.level, v.c0, v.c1)}`;
+  }
+
+  // The view under cell (i, j) of view `v`: the next finer level around it, the exact tile under it (a server), the
+  // chosen rows over its keys (a report), or null (exact already).
+  function zoomed(long, levels, v, at, backend) {
+    const N = long.tokens.length, k = levels.indexOf(v.level);
+    if (k < 0) return null;
+    const I = v.r0 + at.i, J = v.c0 + at.j, s = v.level;
+    if (k + 1 < levels.length) {
+      const f = levels[k + 1], t = Math.ceil(N / f);
+      const around = (c) => Math.max(0, Math.min(Math.max(0, t - SPAN), Math.floor(((c + 0.5) * s) / f) - SPAN / 2));
+      const r0 = around(I), c0 = around(J);
+      return {level: f, r0, r1: Math.min(t, r0 + SPAN), c0, c1: Math.min(t, c0 + SPAN)};
+    }
+    if (backend) return {level: 1, r0: I * s, r1: Math.min(N, (I + 1) * s), c0: J * s, c1: Math.min(N, (J + 1) * s)};
+    if (long.rows) return {level: "rows", r0: 0, r1: long.rows.positions.length, c0: J * s, c1: Math.min(N, (J + 1) * s)};
+    return null;
+  }
+
   function render(container, record, backend = null) {
     const long = record.long, N = long.tokens.length, local = embedded(long);
     const levels = long.levels.filter((s) => local.has(s) || backend);  // a report's zoom stops at the finest level it holds
@@ -102,18 +136,6 @@ const AttnLong = (() => {
     const stack = [top];
     let drawn = 0;
 
-    const span = (s, a, b) => `${fmt(a * s)}\u2013${fmt(Math.min(N, b * s) - 1)}`;
-    function labels(v, axis) {
-      const [a, b] = axis === "q" ? [v.r0, v.r1] : [v.c0, v.c1];
-      if (v.level === "rows") return axis === "q" ? long.rows.positions.map((q) => `${q}: ${long.tokens[q]}`) : long.tokens.slice(a, b);
-      if (v.level === 1) return long.tokens.slice(a, b);
-      return [...Array(b - a).keys()].map((i) => span(v.level, a + i, a + i + 1));
-    }
-    function describe(v) {
-      if (v.level === "rows") return `the exact rows chosen with --rows (${long.rows.positions.join(", ")}) over keys ${fmt(v.c0)}\u2013${fmt(v.c1 - 1)}`;
-      if (v.level === 1) return `exact attention: queries ${fmt(v.r0)}\u2013${fmt(v.r1 - 1)} \u00d7 keys ${fmt(v.c0)}\u2013${fmt(v.c1 - 1)}`;
-      return `pooled level ${fmt(v.level)} (block means of ${fmt(v.level)} \u00d7 ${fmt(v.level)} tokens): queries ${span(v.level, v.r0, v.r1)} \u00d7 keys ${span(v.level, v.c0, v.c1)}`;
-    }
     function values(v, l, head, sink) {
       if (v.level === "rows") return Promise.resolve(chosenRows(long, l, head, sink, v.c0, v.c1));
       if (v.level === 1) return backend.exact(long.layers[l], head, sink, v.r0, v.r1, v.c0, v.c1);
@@ -121,25 +143,14 @@ const AttnLong = (() => {
       return backend.pooled(v.level, long.layers[l], head, sink, v.r0, v.r1, v.c0, v.c1);
     }
 
-    // The cell (i, j) of the view clicked: the next finer level around it, or the exact tile under it.
     function zoom(at) {
-      const v = stack[stack.length - 1], k = levels.indexOf(v.level);
-      if (k < 0) return;  // exact already
-      const I = v.r0 + at.i, J = v.c0 + at.j, s = v.level;
-      if (k + 1 < levels.length) {
-        const f = levels[k + 1], t = Math.ceil(N / f);
-        const around = (c) => Math.max(0, Math.min(Math.max(0, t - SPAN), Math.floor(((c + 0.5) * s) / f) - SPAN / 2));
-        const r0 = around(I), c0 = around(J);
-        stack.push({level: f, r0, r1: Math.min(t, r0 + SPAN), c0, c1: Math.min(t, c0 + SPAN)});
-      } else if (backend) stack.push({level: 1, r0: I * s, r1: Math.min(N, (I + 1) * s), c0: J * s, c1: Math.min(N, (J + 1) * s)});
-      else if (long.rows) stack.push({level: "rows", r0: 0, r1: long.rows.positions.length, c0: J * s, c1: Math.min(N, (J + 1) * s)});
-      else return;
-      draw();
+      const next = zoomed(long, levels, stack[stack.length - 1], at, backend);
+      if (next) { stack.push(next); draw(); }
     }
 
     async function draw() {
       const v = stack[stack.length - 1], l = Number(layerInput.value), head = headInput.value, sink = !sinkBox.checked, mine = ++drawn;
-      where.textContent = describe(v);
+      where.textContent = describe(long, v);
       status.textContent = v.level === 1 || !local.has(v.level) ? "fetching\u2026" : "";
       let w;
       try {
@@ -150,7 +161,7 @@ const AttnLong = (() => {
       }
       if (mine !== drawn) return;
       status.textContent = "";
-      const rows = labels(v, "q"), cols = labels(v, "k");
+      const rows = labels(long, v, "q"), cols = labels(long, v, "k");
       const view = AttnDraw.heatmap({rows, cols, Tq: rows.length, Tk: cols.length}, w);
       const stage = AttnDraw.mount(view, "attn-heatmap", (text) => { hover.textContent = text || "\u00a0"; }, zoom);
       const level = v.level === "rows" ? "rows" : String(v.level), first = (a) => (typeof v.level === "number" && v.level > 1 ? a * v.level : a);
