@@ -31,7 +31,7 @@ MEANINGS: dict[str, tuple[str, ...]] = {
     "attention views": ("--words", "--flow", "--attribute", "--truncate", "--view", "--kind", "--layer", "--head", "--top-k", "--max-cells"),
     "configs and training": ("--set", "--resume", "--init", "--grid", "--only", "--steps", "--minutes", "--last", "--config"),
     "output formats": ("--jsonl", "--table", "--format", "--quantization", "--mean-hops"),
-    "the server": ("--hf", "--host", "--port", "--max-texts", "--max-chars", "--batch-window-ms", "--max-batch"),
+    "the server": ("--hf", "--host", "--port", "--max-texts", "--max-chars", "--batch-window-ms", "--max-batch", "--long-max-chars", "--long-cache"),
     "a run's training and validation data files (`init FAMILY`, `train FAMILY`)": ("--train", "--valid"),
     "the columns of a table file (TSV/CSV/JSONL)": (
         "--text-column",

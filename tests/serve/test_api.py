@@ -127,9 +127,9 @@ def test_models_health_openapi_and_pages(client):
     assert models["sase"]["task"] == "classification" and "beam" not in models["sase"]
     assert models["tiny"]["batching"]["max_batch"] == 32
     schema = client.get("/openapi.json").json()
-    assert {"/v1/translate", "/v1/classify", "/v1/models", "/healthz", "/v1/attention", "/v1/sources"} <= set(schema["paths"])
+    assert {"/v1/translate", "/v1/classify", "/v1/models", "/healthz", "/v1/attention", "/v1/sources", "/v1/long", "/v1/long/tile"} <= set(schema["paths"])
     assert client.get("/docs").status_code == 404  # Swagger UI would load from a CDN
-    pages = [path for family in FAMILIES.values() for path in family.api.pages] + ["/attention"]  # the explorer's page last
+    pages = [path for family in FAMILIES.values() for path in family.api.pages] + ["/attention", "/long"]  # the explorer's pages last
     assert {"/", "/classify", "/parse", "/caption"} <= set(pages)
     for page in pages:
         html = client.get(page).text

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from attnkit.config.args import add_checkpoint, add_dtype, example, non_negative_float, non_negative_int, port, positive_int, read_input
+from attnkit.config.args import add_checkpoint, add_dtype, example, non_negative_float, non_negative_int, port, positive_int, read_document, read_input
 from attnkit.errors import AttnkitError
 
 
@@ -30,9 +30,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _lines(args: argparse.Namespace) -> list[str | None]:
-    """The inputs of `plot`/`report`: TEXT (or --image alone), --input or stdin."""
+    """The inputs of `plot`/`report`: TEXT (or --image alone), --input, `report --document` or stdin."""
     if args.text is not None and args.input:
         raise AttnkitError("give a sentence or --input FILE, not both")
+    if getattr(args, "document", None) is not None:
+        if args.text is not None or args.input:
+            raise AttnkitError(f"give a sentence, --input FILE or --document {args.document}, not two")
+        return [read_document(args.document)]
     return [args.text] if args.text is not None or args.image is not None else read_input(args.input)
 
 
@@ -90,12 +94,38 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _long_report(args: argparse.Namespace, text: str | None) -> int:
+    """`report SOURCE --document FILE --long`: the page of a long document, offline (pooled levels, grids, --rows)."""
+    from attnkit.sources import is_run
+    from attnkit.sources.hf.long.budget import parse_size
+    from attnkit.sources.hf.long.document import read_document as read_long
+    from attnkit.sources.hf.long.export import open_model
+    from attnkit.sources.hf.long.record import long_record
+    from attnkit.viz.report import template, write_report
+
+    if is_run(args.run):
+        raise AttnkitError(f"{args.run}: --long reads Hugging Face decoder models; attnkit runs take the full maps (leave out --long)")
+    if text is None or args.document is None:
+        raise AttnkitError("report --long: give the document as --document FILE")
+    hf = open_model(args.run)
+    budget = parse_size(args.max_memory) if args.max_memory else None
+    doc = read_long(hf, text, args.window, tuple(args.rows or ()), budget, args.truncate)
+    record = long_record(doc, text, args.max_cells)
+    write_report([record], args.out, title=f"attnkit report: {hf.name}", renderer=template("long-view.js"), style=template("long-view.css"))
+    print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from attnkit.sources import open_source
     from attnkit.sources.page import page_records
     from attnkit.viz.report import write_report
 
     lines = _lines(args)
+    if args.long:
+        return _long_report(args, lines[0])
+    if args.rows or args.max_memory:
+        raise AttnkitError("--rows and --max-memory go with --long")
     source = open_source(args.run, args.checkpoint, args.dtype)
     curves = source.curves()  # a corrupt line: before any decoding
     records = page_records(source, lines, _options(args), args.max_cells)
@@ -115,9 +145,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import torch
 
     from attnkit.serve.app import Batching, Limits, serve
+    from attnkit.sources.hf.long.budget import parse_size
 
     workers = args.workers or torch.get_num_threads()  # as `translate --workers`: a step's small operations share threads badly
-    serve(args.runs, host=args.host, port=args.port, limits=Limits(args.max_texts, args.max_chars, args.max_cells),
+    limits = Limits(args.max_texts, args.max_chars, args.max_cells, args.long_max_chars, parse_size(args.long_cache, "--long-cache"))
+    serve(args.runs, host=args.host, port=args.port, limits=limits,
           batching=Batching(args.batch_window_ms, args.max_batch, workers), checkpoint=args.checkpoint, dtype=args.dtype,
           hf=args.hf or (), engine=args.engine)  # fmt: skip
     return 0
@@ -198,6 +230,7 @@ def add(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--attribute", nargs="+", choices=METHODS, help="attributions of one output, with Kendall tau (translation runs too)")
             p.add_argument("--attribute-target", type=non_negative_int, metavar="N",
                            help="with --attribute: the output attributed: a class, next-token id or target position (default: 0)")  # fmt: skip
+            _add_long_report(p)
         else:
             _add_view_arguments(p)
             p.add_argument("--metrics", action="store_true",
@@ -209,13 +242,24 @@ def add(sub: argparse._SubParsersAction) -> None:
     _add_serve(sub)
 
 
+def _add_long_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--document", metavar="FILE", help="one document as one input, whole (`-`: stdin)")
+    p.add_argument("--long", action="store_true", help="with --document: a long document through a Hugging Face decoder, offline: its pooled "
+                   "maps (zoom to the finest level the page holds, --max-cells), the summaries' layer x head grids, and the exact rows of --rows")  # fmt: skip
+    p.add_argument("--rows", nargs="+", metavar="Q", help="with --long: the query positions of exact rows: q (negative from the end) or a:b")
+    p.add_argument("--window", type=positive_int, default=64, help="with --long: the local window of the `local` summary, in tokens")
+    p.add_argument("--max-memory", metavar="SIZE", help="with --long: the memory budget, e.g. 8G (default: half of the memory available)")
+
+
 def _add_serve(sub: argparse._SubParsersAction) -> None:
     from attnkit.sources.store import MAX_CELLS
 
     p = sub.add_parser(
         "serve",
-        help="a local web UI and JSON API for runs (and Hugging Face models on its /attention page)",
-        description="Serve runs on local web pages (one per model family) and a JSON API (each family's POST /v1/... route, /v1/models, /healthz, /openapi.json).",
+        help="a local web UI and JSON API for runs (and Hugging Face models on its /attention page; long documents on /long)",
+        description="Serve runs on local web pages (one per model family) and a JSON API (each family's POST /v1/... route, /v1/models, /healthz, "
+        "/openapi.json); --hf models on /attention and, for decoders, long documents on /long (POST /v1/long, exact tiles from "
+        "POST /v1/long/tile; their queries and keys are kept in memory within --long-cache).",
         epilog=example("attnkit serve runs/m30k --hf Helsinki-NLP/opus-mt-en-de --port 8000"),
     )
     p.add_argument("runs", nargs="*", metavar="RUN", help="run folders (each served under its folder name)")
@@ -225,6 +269,10 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413); also sets the body limit")
     p.add_argument("--max-chars", type=positive_int, default=1000, help="characters per text (more: 413); also sets the body limit")
     p.add_argument("--max-cells", type=positive_int, default=MAX_CELLS, help=f"attention weights of one /attention page (default {MAX_CELLS:,})")
+    p.add_argument("--long-max-chars", type=positive_int, default=500_000, help="characters of one document on the /long page (more: 413)")
+    p.add_argument("--long-cache", metavar="SIZE", default="2G",
+                   help="memory for the /long page's documents (their queries and keys, pooled maps): each is kept until the documents read "
+                   "after it fill SIZE, the least recently used evicted first; a tile of an evicted one reads it again")  # fmt: skip
     p.add_argument("--batch-window-ms", type=non_negative_float, default=5.0, help="how long a batch waits for more requests")
     p.add_argument("--max-batch", type=positive_int, default=32, help="texts per model call (1 = no dynamic batching)")
     p.add_argument("--workers", type=positive_int,

@@ -2,7 +2,9 @@
 
 Routes: each family's pages (one template around the family's view, `serve/pages.py`) and `POST`
 endpoints (`attnkit.families.protocol.Api`), the `/attention` page over every run and Hugging Face
-model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), a run's training curves
+model (`GET /v1/sources`, `POST /v1/attention`: `serve/explorer.py`), the `/long` page over the Hugging Face
+decoders (`GET`/`POST /v1/long`, `POST /v1/long/tile`: documents kept in memory within `--long-cache`,
+exact tiles from their queries and keys: `serve/long.py`), a run's training curves
 (`GET /v1/models/{name}/metrics`: `serve/curves.py`), `/static/*` (plain-JS and CSS assets),
 `GET /v1/models`, `GET /healthz`, `/openapi.json`.
 Every model runs on its own `DynamicBatcher` threads (`Batching.workers`, `--workers`), and
@@ -41,6 +43,7 @@ from attnkit.serve.batcher import DynamicBatcher
 from attnkit.serve.body_limit import BodyLimit
 from attnkit.serve.curves import add_curves_route
 from attnkit.serve.explorer import EXPLORER, add_routes
+from attnkit.serve.long import LONG, LongDocuments, add_long_routes
 from attnkit.serve.pages import navigation, render_page
 from attnkit.sources.page import MAX_CELLS
 from attnkit.sources.source import HfSource, RunSource
@@ -61,12 +64,19 @@ class Limits:
     max_texts: int = 64
     max_chars: int = 1000
     max_cells: int = MAX_CELLS  # attention weights of one /attention page
+    long_chars: int = 500_000  # characters of one document on the /long page
+    long_cache: int = 2 * 2**30  # bytes of the documents the /long page keeps in memory (`serve.long`)
 
     @property
     def max_body(self) -> int:
         """Bytes a request body may have: the most texts at their longest (6 bytes a character, a
         JSON \\uXXXX escape) and room for the other fields; larger bodies are refused before parsing."""
         return self.max_texts * (6 * self.max_chars + 8) + 4096
+
+    @property
+    def bodies(self) -> dict[str, int]:
+        """The routes whose bodies may be larger: a long document's (6 bytes a character)."""
+        return {"/v1/long": 6 * self.long_chars + 4096}
 
 
 @dataclass(frozen=True)
@@ -163,12 +173,14 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
     app = FastAPI(title="attnkit", summary="Run trained attention models and look at their attention", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.models = served
     assets = dict(SHARED_ASSETS)
-    apis = [*(family.api for family in FAMILIES.values()), EXPLORER]
+    apis = [*(family.api for family in FAMILIES.values()), EXPLORER, LONG]
     nav = navigation(apis)
-    assets.update({name: path.read_text(encoding="utf-8") for name, path in EXPLORER.assets.items()})
-    for path, page in EXPLORER.pages.items():
-        _add_page(app, path, render_page(page, EXPLORER, nav))
+    for api in (EXPLORER, LONG):
+        assets.update({name: path.read_text(encoding="utf-8") for name, path in api.assets.items()})
+        for path, page in api.pages.items():
+            _add_page(app, path, render_page(page, api, nav))
     add_routes(app, {**{name: RunSource(loaded) for name, loaded in models.items()}, **(hf or {})}, limits.max_chars, limits.max_cells, ERRORS)
+    add_long_routes(app, LongDocuments({name: s.hf for name, s in (hf or {}).items()}, limits.long_cache, limits.long_chars), ERRORS)
     add_curves_route(app, models, ERRORS)
     for family in FAMILIES.values():
         assets.update({name: path.read_text(encoding="utf-8") for name, path in family.api.assets.items()})
@@ -184,7 +196,7 @@ def create_app(models: dict[str, LoadedRun], limits: Limits = Limits(), batching
 def _add_shared_routes(app: FastAPI, served: dict[str, ServedModel], assets: dict[str, str], limits: Limits) -> None:
     """The body cap, the one-line validation errors, /static, /healthz and /v1/models."""
 
-    app.add_middleware(BodyLimit, max_body=limits.max_body)
+    app.add_middleware(BodyLimit, max_body=limits.max_body, paths=limits.bodies)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -215,7 +227,8 @@ def _add_shared_routes(app: FastAPI, served: dict[str, ServedModel], assets: dic
 
 def _schema_with_limits(app: FastAPI, limits: Limits):
     """`app.openapi` with the served limits in each request body: at most `max_texts` texts and `max_chars`
-    characters a text (`texts`, the attention page's `text` and `target`), which the server answers 413."""
+    characters a text (`texts`, the attention page's `text` and `target`), and `long_chars` a long document,
+    which the server answers 413."""
     openapi = app.openapi
 
     def schema() -> dict:
@@ -230,6 +243,8 @@ def _schema_with_limits(app: FastAPI, limits: Limits):
                     for string in [field, *field.get("anyOf", [])] if name in ("text", "target") else ():
                         if string.get("type") == "string":
                             string.update(maxLength=limits.max_chars)
+                    if name == "document" and ref.endswith("/LongRequest"):
+                        field.update(maxLength=limits.long_chars)
         return app.openapi_schema
 
     return schema

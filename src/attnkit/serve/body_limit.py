@@ -24,25 +24,26 @@ DRAIN_SECONDS = 10.0
 
 
 class BodyLimit:
-    """Refuse request bodies over `max_body` bytes with 413 `{"detail": "request body of ..."}`."""
+    """Refuse request bodies over `max_body` bytes (or the cap `paths` gives a path) with 413 `{"detail": "request body of ..."}`."""
 
-    def __init__(self, app: ASGIApp, max_body: int) -> None:
-        self.app, self.max_body = app, max_body
+    def __init__(self, app: ASGIApp, max_body: int, paths: dict[str, int] | None = None) -> None:
+        self.app, self.default, self.paths = app, max_body, paths or {}
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        cap = self.paths.get(scope["path"], self.default)
         headers = {k.lower(): v for k, v in scope["headers"]}
         declared = _content_length(headers.get(b"content-length"))
-        if declared is not None and declared > self.max_body:
+        if declared is not None and declared > cap:
             if headers.get(b"expect", b"").lower() != b"100-continue":  # the client sends the body anyway
                 await _drain(receive)
-            await _too_large(send, f"request body of {declared} bytes, at most {self.max_body}")
+            await _too_large(send, f"request body of {declared} bytes, at most {cap}")
             return
-        body, state = await _read(receive, self.max_body)
+        body, state = await _read(receive, cap)
         if state == "over":
-            await _too_large(send, f"request body of more than {self.max_body} bytes (no Content-Length), at most {self.max_body}")
+            await _too_large(send, f"request body of more than {cap} bytes (no Content-Length), at most {cap}")
         elif state == "done":
             await self.app(scope, _replay(body, receive), send)
 

@@ -74,7 +74,7 @@ const AttnDraw = (() => {
     };
     const overlay = (at) => [{op: "rect", x: left + at.j * c - 1, y: top + at.i * c - 1, w: c + 2, h: c + 2, stroke: "#e07a10"}];
     const say = (at) => `${src.rows[at.i]} (${at.i + 1}) \u2192 ${src.cols[at.j]} (${at.j + 1}): ${at.w.toFixed(4)}`;
-    return {width: left + src.Tk * c + 2, height: top + src.Tq * c + 2, ops, hit, overlay, say, vmax};
+    return {width: left + src.Tk * c + 2, height: top + src.Tq * c + 2, ops, hit, overlay, say, vmax, cell: c, left, top};
   }
 
   // Per query, the k largest weights: [{j, w}] sorted by weight.

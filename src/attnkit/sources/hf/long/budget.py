@@ -160,15 +160,15 @@ def check_eager(name: str, shape: Shape, n: int, budget: int | None) -> None:
         )
 
 
-def parse_size(text: str) -> int:
-    """'24G', '512M', '1.5GiB' or a byte count -> bytes."""
+def parse_size(text: str, option: str = "--max-memory") -> int:
+    """'24G', '512M', '1.5GiB' or a byte count -> bytes (`option`: what gave it, in the one-line error)."""
     units = {"": 1, "K": 2**10, "M": 2**20, "G": GiB, "T": 2**40}
     t = text.strip().upper().removesuffix("IB").removesuffix("B")
     unit = t[-1] if t and t[-1] in units else ""
     try:
         value = float(t[: len(t) - len(unit)])
     except ValueError:
-        raise AttnkitError(f"--max-memory {text}: give a size such as 8G, 512M or a byte count") from None
+        raise AttnkitError(f"{option} {text}: give a size such as 8G, 512M or a byte count") from None
     if value <= 0:
-        raise AttnkitError(f"--max-memory {text}: must be positive")
+        raise AttnkitError(f"{option} {text}: must be positive")
     return int(value * units[unit])
