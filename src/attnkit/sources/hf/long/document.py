@@ -22,7 +22,7 @@ from attnkit.sources.hf.load import HfModel
 from attnkit.sources.hf.long import budget
 from attnkit.sources.hf.long.blocks import KeptLayer
 from attnkit.sources.hf.long.export import forward
-from attnkit.sources.hf.long.options import POOLS, resolve_rows
+from attnkit.sources.hf.long.options import DEFAULT_ROW, POOLS, resolve_rows
 from attnkit.sources.hf.long.scan import exact_rows, scan_layer
 from attnkit.sources.hf.long.summaries import NAMES
 
@@ -64,7 +64,7 @@ def read_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], window: int = 64
     """The `LongDocument` of token ids (1, N) labelled `tokens`, with exact rows for `rows` (`options.resolve_rows`; () none)."""
     n = ids.size(1)
     shape = budget.shape_of(hf.model)
-    chosen = resolve_rows(rows, n) if rows else []
+    chosen = resolve_rows(rows, n, DEFAULT_ROW[hf.arch]) if rows else []
     plan = budget.Plan(shape.layers, len(chosen), shape.heads)
     budget.check(hf.name, shape, n, plan, max_memory or budget.available_memory() // 2)
     kept = forward(hf, ids, None, None)

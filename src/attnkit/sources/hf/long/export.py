@@ -30,7 +30,7 @@ from attnkit.sources.hf.load import HfModel, load
 from attnkit.sources.hf.long import budget
 from attnkit.sources.hf.long.blocks import KeptLayer
 from attnkit.sources.hf.long.capture import IMPLEMENTATION, capturing, register
-from attnkit.sources.hf.long.options import POOLS, LongOptions, check_choice, resolve_rows
+from attnkit.sources.hf.long.options import DEFAULT_ROW, POOLS, LongOptions, check_choice, resolve_rows
 from attnkit.sources.hf.long.rollout import RolloutStep, start
 from attnkit.sources.hf.long.scan import exact_rows, scan_layer
 from attnkit.sources.hf.long.summaries import NAMES
@@ -117,7 +117,7 @@ def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWrit
     check_choice("heads", options.heads, shape.heads, 0)
     if options.new_tokens and hf.arch != "decoder":
         raise AttnkitError(f"{hf.name}: --max-new-tokens generates with a decoder; this one is {hf.arch}")
-    rows = resolve_rows(options.rows, n, "-1" if hf.arch == "decoder" else "0")
+    rows = resolve_rows(options.rows, n, DEFAULT_ROW[hf.arch])
     rows_only = options.mode == "rows"
     plan = budget.Plan(len(options.layers or range(shape.layers)), len(rows) + (options.new_tokens or 0), len(options.heads or range(shape.heads)), rows_only)
     est = budget.check(hf.name, shape, n, plan, options.max_memory or budget.available_memory() // 2)

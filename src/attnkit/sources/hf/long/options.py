@@ -36,6 +36,9 @@ def _position(text: str, n: int) -> int:
     return q % n
 
 
+DEFAULT_ROW = {"decoder": "-1", "encoder": "0"}  # the row read when none is named: the next token's; [CLS], what a classifier reads
+
+
 def resolve_rows(specs: tuple[str, ...], n: int, default: str) -> list[int]:
     """The query positions that `specs` name, in order, each once (none named: the position `default` names)."""
     out: list[int] = []
