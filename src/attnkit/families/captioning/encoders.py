@@ -110,8 +110,9 @@ def image_files(source: ImageSource) -> list[Path]:
     return [source.path] if source.is_zip else [source.path / name for name in source.names()]
 
 
-def cached_features(cache_dir: Path, source: ImageSource, size: int, encoder: nn.Module) -> tuple[list[str], Tensor]:
-    """The frozen Lite0 features of every image of `source`: (names, ``(N, P, C)`` float16), computed once.
+def cached_features(cache_dir: Path, source: ImageSource, size: int, encoder: lite0.EfficientNetLite0) -> tuple[list[str], Tensor]:
+    """The frozen Lite0 features of every image of `source`: (names, ``(N, P, C)`` float16), computed once
+    through `encoder` with its BatchNorms folded into its convolutions (`lite0.fold_batch_norm`).
 
     The prepared folder's key hashes the image bytes, the Lite0 weights file and the input size.
     """
@@ -121,7 +122,7 @@ def cached_features(cache_dir: Path, source: ImageSource, size: int, encoder: nn
     def build(folder: Path) -> None:
         names = source.names()
         log.info("%s: computing Lite0 features of %d images at %d x %d (once; cached)", source.path, len(names), size, size)
-        save_safetensors(save_file, {"features": extract_features(encoder, source, names, size)}, folder / "features.safetensors")
+        save_safetensors(save_file, {"features": extract_features(lite0.fold_batch_norm(encoder), source, names, size)}, folder / "features.safetensors")
         (folder / "names.json").write_text(json.dumps(names), encoding="utf-8")
 
     folder = prepared(cache_dir, key, build)
