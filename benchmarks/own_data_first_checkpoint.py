@@ -16,7 +16,8 @@ For each family it writes the files a user would have into a temporary folder (d
 Then it starts the command a user types, with the attnkit of this checkout, in that folder (a fresh
 run folder and prepared-data cache: tokenizers, vocabularies and image features are made as on a
 first run, and counted), watches the run folder, and records the seconds from the start to the
-first complete checkpoint folder, the own-data rule the run printed (model size, batch, evaluation
+first complete checkpoint folder (and to the start of training, when the data, tokenizer, image
+features and model are ready), the own-data rule the run printed (model size, batch, evaluation
 interval), its standard error lines until then with their seconds, and its peak resident memory.
 Then it sends SIGINT and checks the run exits cleanly: exit code 0, "stopped by SIGINT" printed,
 its last checkpoint complete. One JSON line per family with the CPU, its idle share in the 2 s before
@@ -53,6 +54,7 @@ RESULTS = REPO / "benchmarks" / "results" / "own_data_first_checkpoint.jsonl"
 LIMIT_S = 120  # the aim on an idle 2-core machine
 TRAIN = {"translation": 10_000, "classification": None, "parsing": None, "captioning": 10_000}  # training examples (None: all)
 VALID = {"translation": None, "classification": None, "parsing": None, "captioning": 1_000}  # validation examples
+EPOCH = re.compile(r"INFO: epoch 0: \d+ batches")  # the training batcher's first epoch: the data, features and model are ready
 RULE = re.compile(
     r"own-data defaults \(docs/your-data.md\) for (?P<examples>[\d,]+) training examples, (?P<tokens>[\d,]+) tokens: the (?P<size>\w+) model.*?"
     r"batches of (?P<max_tokens>[\d,]+) tokens, about (?P<updates_per_epoch>[\d,]+) updates? an epoch; "
@@ -187,7 +189,8 @@ def first_checkpoint(family: str, folder: Path, arguments: list[str], timeout: f
     clean = child.returncode == 0 and "stopped by SIGINT" in stdout and bool(last)
     return {
         "first_checkpoint_s": None if seconds is None else round(seconds, 1), "limit_s": LIMIT_S,
-        "within_limit": seconds is not None and seconds <= LIMIT_S, "checkpoint": checkpoint, **rule_of(stderr), "peak_rss_mib": peak,
+        "within_limit": seconds is not None and seconds <= LIMIT_S, "checkpoint": checkpoint,
+        "training_starts_s": next((t for t, line in stderr if EPOCH.search(line)), None), **rule_of(stderr), "peak_rss_mib": peak,
         "exit_code": child.returncode, "exit_s": round(time.monotonic() - signalled, 1), "clean_exit": clean,
         "last_checkpoint": last[-1].name if last else None, "stdout": stdout.strip().splitlines()[-1:], "stderr": stderr[:until],
     }  # fmt: skip
