@@ -11,8 +11,8 @@ For each family it writes the files a user would have into a temporary folder (d
 - parsing: the NLTK PTB sample's .mrg files concatenated, wsj_0001-0179 as train.mrg, 0180-0189 as
   valid.mrg (trees over several lines, function tags and -NONE- as in the treebank);
 - captioning: the first 10,000 Flickr8k training captions (2,000 images) and the first 1,000
-  development captions (200 images) as Flickr8k token files (IMAGE#K<TAB>caption), their JPEGs in
-  one images/ folder.
+  development captions (200 images) as Flickr8k token files (IMAGE#K<TAB>caption), and the JPEGs
+  of all 7,000 images of Flickr8k's train and dev splits in one images/ folder.
 Then it starts the command a user types, with the attnkit of this checkout, in that folder (a fresh
 run folder and prepared-data cache: tokenizers, vocabularies and image features are made as on a
 first run, and counted), watches the run folder, and records the seconds from the start to the
@@ -109,14 +109,12 @@ def parsing(data: Path, folder: Path, train: int | None, valid: int | None) -> l
 
 
 def captioning(data: Path, folder: Path, train: int | None, valid: int | None) -> list[str]:
+    """The captions' first lines, and every image of Flickr8k's train and dev splits in one folder."""
     images = folder / "images"
-    images.mkdir()
     for split, source, n in (("train", "train", train), ("valid", "dev", valid)):
-        captions = lines(data / "flickr8k" / f"captions_{source}.txt.gz", n)  # IMAGE#K<TAB>caption
-        write(folder / f"{split}.txt", captions)
+        write(folder / f"{split}.txt", lines(data / "flickr8k" / f"captions_{source}.txt.gz", n))  # IMAGE#K<TAB>caption
         with zipfile.ZipFile(data / "flickr8k" / f"images_{source}.zip") as archive:
-            for name in dict.fromkeys(line.split("#", 1)[0] for line in captions):
-                (images / name).write_bytes(archive.read(name))
+            archive.extractall(images)
     return ["--images", "images", "--train", "train.txt", "--valid", "valid.txt"]
 
 

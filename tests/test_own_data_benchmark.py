@@ -26,7 +26,10 @@ def test_the_rule_it_records_is_the_rule_the_run_printed() -> None:
     assert bench.rule_of([(1.0, "INFO: something else")]) == {"rule": None}
 
 
-@pytest.mark.parametrize("family", list(bench.PREPARE))
+SLOW = {"captioning"}  # it lays out all 7,000 Flickr8k train and dev images (190 MB)
+
+
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.slow) if f in SLOW else f for f in bench.PREPARE])
 def test_the_files_it_writes_are_what_init_accepts(family: str, tmp_path: Path, monkeypatch, caplog) -> None:
     if not DATA.is_dir():
         pytest.skip(f"{DATA} not available")
