@@ -22,15 +22,12 @@ import importlib.util
 import json
 import platform
 import re
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import httpx
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as seed_
@@ -38,6 +35,8 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.config import SchemathesisConfig
 from schemathesis.core.failures import Failure, FailureGroup
+
+from serving import alive, record, serving  # beside this script
 
 RESULTS = Path(__file__).parent / "results" / "fuzz_serve.jsonl"
 TESTS = Path(__file__).resolve().parents[1] / "tests"
@@ -104,12 +103,6 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _load_test_helper(path: Path):
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
@@ -129,29 +122,6 @@ def tiny_models(folder: Path) -> tuple[list[str], list[str]]:
     return [str(p) for p in made], [str(hf.build(name, folder / f"hf-{name}")) for name in ("bert", "gpt2")]
 
 
-def start_server(runs: list[str], hf: list[str], port: int) -> subprocess.Popen:
-    command = [sys.executable, "-m", "attnkit", "serve", *runs, *(a for s in hf for a in ("--hf", s)), "--port", str(port)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            sys.exit(f"fuzz_serve: the server exited: {server.stderr.read().strip()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    server.kill()
-    sys.exit("fuzz_serve: the server did not answer /healthz within 180 s")
-
-
-def alive(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=10).json().get("status") == "ok"
-    except (httpx.HTTPError, ValueError):
-        return False
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="*", help="run folders to serve (none, and no --hf: the tests' tiny models)")
@@ -162,16 +132,10 @@ def main() -> None:
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         runs, hf = (args.runs, args.hf) if args.runs or args.hf else tiny_models(Path(tmp))
-        port = free_port()
-        server = start_server(runs, hf, port)
-        url = f"http://127.0.0.1:{port}"
-        try:
+        with serving([*runs, *(a for s in hf for a in ("--hf", s))]) as (url, _):
             began = time.monotonic()
             found = fuzz(url, args.examples, args.seed)
             ok_after = alive(url)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
     requests = sum(n for modes in found["statuses"].values() for c in modes.values() for n in c.values())
     result = {
         "benchmark": "fuzz_serve", "requests": requests, "failures": len(found["failures"]), "alive_after": ok_after,
@@ -181,12 +145,7 @@ def main() -> None:
         "cpu": cpu_name(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "statuses": found["statuses"], "cross_field": found["cross_field"], "failed": found["failures"],
     }  # fmt: skip
-    line = json.dumps(result)
-    print(line, flush=True)
-    if not args.no_save:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        with open(RESULTS, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+    record(result, RESULTS, save=not args.no_save)
     if result["failures"] or result["server_errors"] or not ok_after:
         sys.exit(1)
 

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -29,32 +26,15 @@ from pathlib import Path
 import httpx
 
 from attnkit.data.text import read_lines
+from serving import record, serving  # beside this script
 
 RESULTS = Path(__file__).parent / "results" / "load_test.jsonl"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(args: argparse.Namespace, max_batch: int, port: int) -> subprocess.Popen:
-    command = [sys.executable, "-m", "attnkit", "serve", args.run, "--port", str(port), "--batch-window-ms", str(args.window_ms),
-               "--max-batch", str(max_batch), "--max-texts", "1", "--dtype", args.dtype, "--engine", args.engine,
-               *(["--workers", str(args.workers)] if args.workers else [])]  # fmt: skip
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            sys.exit(f"load_test: the server exited: {server.stderr.read().strip()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    server.kill()
-    sys.exit("load_test: the server did not answer /healthz within 180 s")
+def serve_arguments(args: argparse.Namespace, max_batch: int) -> list[str]:
+    """`attnkit serve`'s arguments for one mode: the run, one text a request, the batching and decoding settings."""
+    return [args.run, "--batch-window-ms", str(args.window_ms), "--max-batch", str(max_batch), "--max-texts", "1", "--dtype", args.dtype,
+            "--engine", args.engine, *(["--workers", str(args.workers)] if args.workers else [])]  # fmt: skip
 
 
 async def client(http: httpx.AsyncClient, sentences: list[str], start: int, stop_at: float, body: dict, out: dict) -> None:
@@ -87,16 +67,10 @@ async def load(url: str, sentences: list[str], clients: int, seconds: float, bod
 
 def measure(args: argparse.Namespace, mode: str, sentences: list[str]) -> dict:
     max_batch = args.max_batch if mode == "batched" else 1
-    port = free_port()
-    server = start_server(args, max_batch, port)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    with serving(serve_arguments(args, max_batch)) as (url, _):
         body = {} if args.beam is None else {"beam": args.beam}
         out = asyncio.run(load(url, sentences, args.clients, args.seconds, body))
         info = httpx.get(f"{url}/v1/models").json()[0]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     latencies = sorted(out["latencies"])
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))] if latencies else None
     stats = info["batching"]
@@ -139,12 +113,7 @@ def main() -> None:
         unbatched, batched = sorted(results, key=lambda r: r["mode"] == "batched")
         batched["speedup"] = round(batched["requests_per_s"] / unbatched["requests_per_s"], 2)
     for result in results:
-        line = json.dumps(result)
-        print(line, flush=True)
-        if not args.no_save:
-            RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            with open(RESULTS, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
+        record(result, RESULTS, save=not args.no_save)
     if any(r["errors"] for r in results):
         sys.exit(1)
 

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import httpx
 
-from fuzz_serve import TESTS, _load_test_helper, alive, cpu_name, free_port, start_server
+from fuzz_serve import TESTS, _load_test_helper, cpu_name  # beside this script
+from serving import alive, serving
 
 RESULTS = Path(__file__).parent / "results" / "soak_serve.json"
 WORDS = [f"t{i}" for i in range(10)]
@@ -107,15 +108,9 @@ def main() -> None:
         if args.run is None:
             tests = _load_test_helper(TESTS / "conftest.py")
         run = args.run or str(tests.make_tiny_run(Path(tmp) / "tiny", tests.TINY_TRANSFORMER))
-        port = free_port()
-        server = start_server([run], [], port)
-        url = f"http://127.0.0.1:{port}"
-        try:
+        with serving([run]) as (url, server):
             result = soak(url, server.pid, args.clients, args.seconds, args.warmup, args.window)
             result["alive_after"] = alive(url)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
     result = {"benchmark": "soak_serve", "run": Path(run).name, "clients": args.clients, "seconds": args.seconds, "warmup": args.warmup, **result,
               "cpus": len(os.sched_getaffinity(0)), "cpu": cpu_name(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
     print(json.dumps(result), flush=True)

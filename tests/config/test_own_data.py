@@ -12,7 +12,16 @@ from pathlib import Path
 import yaml
 
 from attnkit.cli import main
-from attnkit.config.own_data import EVAL_TOKENS, MAX_EPOCHS, MIN_BATCH_TOKENS, MIN_UPDATES_PER_EPOCH, PATIENCE, longer_side_tokens, own_data_defaults
+from attnkit.config.own_data import (
+    EVAL_TOKENS,
+    FIRST_EVAL_TOKENS,
+    MAX_EPOCHS,
+    MIN_BATCH_TOKENS,
+    MIN_UPDATES_PER_EPOCH,
+    PATIENCE,
+    longer_side_tokens,
+    own_data_defaults,
+)
 
 TINY_SASE = ["model.embed_dim=16", "model.u=16", "model.d_a=16", "model.r=2", "model.mlp_hidden=32"]
 
@@ -34,8 +43,22 @@ def test_a_large_data_set_gets_the_base_model_and_evaluates_every_200k_tokens() 
     rule = own_data_defaults(200_000, 2_600_000, family_max_tokens=4096)
     assert (rule.size, rule.max_tokens) == ("base", 4096)
     assert rule.updates_per_epoch == math.ceil(2_600_000 / 4096) == 635
-    assert rule.eval_every == math.ceil(EVAL_TOKENS / 4096) == 49  # the first checkpoint after ~200,000 tokens, not after an epoch
+    assert rule.eval_every == math.ceil(EVAL_TOKENS / 4096) == 49  # every ~200,000 tokens, not once an epoch
+    assert rule.eval_first == math.ceil(FIRST_EVAL_TOKENS / 4096) == 13  # the first checkpoint after ~50,000 tokens
     assert rule.warmup(600) == 600
+
+
+def test_an_evaluation_once_an_epoch_is_also_the_first_when_the_epoch_is_short() -> None:
+    rule = own_data_defaults(900, 10_800, family_max_tokens=4096)
+    assert rule.eval_first == rule.eval_every == rule.updates_per_epoch == 43
+
+
+def test_a_captioning_batch_item_is_an_image_with_its_captions() -> None:
+    # 10,000 Flickr8k captions of 2,000 images, ~12 words each; batches of at most 32 images (issue #62).
+    rule = own_data_defaults(10_000, 120_000, family_max_tokens=2000, max_sentences=32, items=2_000)
+    assert rule.size == "base"  # the size counts the captions
+    assert rule.updates_per_epoch == math.ceil(2_000 / 32) == 63  # not 10,000 / 32: the batcher counts images
+    assert rule.eval_every == 63 and rule.eval_first == math.ceil(FIRST_EVAL_TOKENS / 2000) == 25
 
 
 def test_tokens_are_the_longer_side() -> None:

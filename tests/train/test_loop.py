@@ -54,6 +54,14 @@ def test_checkpoint_minutes_writes_checkpoints_between_validations(tmp_path):
     assert all(m == {} for m in metrics[:-1]) and "loss" in metrics[-1]  # validated only at the end
 
 
+def test_eval_first_validates_once_early_then_every_eval_every(tmp_path):
+    import json
+
+    train(tiny(max_steps=7, eval_every=3, eval_first=2, keep_last=10), tmp_path / "run")
+    lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines if m["kind"] == "valid"] == [2, 3, 6, 7]  # 7: the end of the run
+
+
 def test_refuses_to_overwrite_a_trained_run(tmp_path):
     train(tiny(max_steps=3), tmp_path / "run")
     with pytest.raises(CheckpointError, match="already holds checkpoints; pass --resume"):

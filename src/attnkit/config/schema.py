@@ -73,6 +73,7 @@ class Train(Strict):
     max_epochs: PositiveInt | None = None
     max_minutes: PositiveFloat | None = None
     eval_every: PositiveInt = 1000
+    eval_first: PositiveInt | None = None  # also validate and checkpoint at this update (an early first checkpoint)
     checkpoint_minutes: PositiveFloat | None = None  # also a checkpoint (no validation) every N minutes of training (Vaswani et al.: 10)
     eval_decode: bool = True  # validation also decodes and scores (the family's metrics: BLEU, F1...); off: loss only
     eval_beam: PositiveInt = 1

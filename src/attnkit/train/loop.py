@@ -2,7 +2,7 @@
 
 In order: the task prepares data and vocabularies and builds the model, then for each group of
 `accum` batches: forward (autocast), the task's loss, backward, clip, set the learning rate from the
-schedule, optimizer step; every `eval_every` updates: the task's validation metrics, a checkpoint
+schedule, optimizer step; every `eval_every` updates (and at `eval_first`): the task's validation metrics, a checkpoint
 (best and last K kept) and early stopping. `--resume` restores weights, optimizer, RNG states and
 the position in the epoch, so a resumed run equals an uninterrupted one.
 
@@ -352,7 +352,7 @@ def _loop(run: Run, state: TrainState, trainer: Trainer, batcher: TokenBatcher, 
             emit("step", state, info)
             if state.step % t.log_every == 0 and loss is not None:
                 metrics_log.write({"kind": "train", "step": state.step, "epoch": state.epoch, "elapsed": state.elapsed, **info})
-            if state.step % t.eval_every == 0 and not stop.received:
+            if (state.step % t.eval_every == 0 or state.step == t.eval_first) and not stop.received:
                 evaluate()
                 saved_at = state.elapsed
             elif t.checkpoint_minutes is not None and state.elapsed - saved_at >= 60 * t.checkpoint_minutes and not stop.received:

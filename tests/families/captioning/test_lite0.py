@@ -71,6 +71,16 @@ def random_model() -> EfficientNetLite0:
     return model
 
 
+def test_folded_batch_norm_gives_the_same_features(random_model):
+    torch.manual_seed(1)
+    images = torch.randn(2, 3, 64, 96)  # (B, 3, H, W)
+    folded = lite0.fold_batch_norm(random_model)
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in folded.modules())
+    assert any(isinstance(m, torch.nn.BatchNorm2d) for m in random_model.modules())  # the original is kept
+    with torch.inference_mode():
+        torch.testing.assert_close(folded.features(images), random_model.features(images), rtol=1e-4, atol=1e-4)
+
+
 def test_same_padding_is_tensorflows():
     # TF "SAME": out = ceil(n / s), total pad = max((out - 1) s + k - n, 0), the extra one after.
     assert same_padding(224, 3, 2) == (0, 1)

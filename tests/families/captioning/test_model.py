@@ -4,6 +4,7 @@ greedy, batch invariance), the doubly stochastic penalty, and the cached feature
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import numpy as np
 import pytest
@@ -110,17 +111,35 @@ def test_cached_features_equal_recomputed(tmp_path):
     torch.manual_seed(0)
     encoder = lite0.EfficientNetLite0().eval()
     source = ImageSource(folder)
-    names, first = cached_features(tmp_path / "cache", source, 64, encoder)
-    again_names, again = cached_features(tmp_path / "cache", source, 64, encoder)  # read back, not recomputed
+    names = ["2.png", "0.png", "1.png"]
+    first = cached_features(tmp_path / "cache", source, names, 64, encoder)
+    again = cached_features(tmp_path / "cache", source, names, 64, encoder)  # read back, not recomputed
     with torch.inference_mode():
         recomputed = grid_features(encoder, source.load(names, size=64))  # (3, 4, 1280)
-    assert names == again_names == ["0.png", "1.png", "2.png"]
     assert first.shape == (3, 4, 1280) and first.dtype == torch.float16
     assert torch.equal(first, again)
-    assert torch.allclose(first.float(), recomputed, atol=2e-3, rtol=1e-3)
+    assert torch.allclose(first.float(), recomputed, atol=2e-3, rtol=1e-3)  # in the order asked for
     (folder / "0.png").write_bytes((folder / "1.png").read_bytes())  # other bytes: another key
-    _, changed = cached_features(tmp_path / "cache", ImageSource(folder), 64, encoder)
+    changed = cached_features(tmp_path / "cache", ImageSource(folder), ["0.png", "1.png"], 64, encoder)
     assert torch.equal(changed[0], changed[1]) and len(list((tmp_path / "cache" / "prepared").iterdir())) == 2
+
+
+def test_only_the_named_images_are_read_and_computed(tmp_path, caplog):
+    folder = tmp_path / "images"
+    folder.mkdir()
+    Image.fromarray(np.zeros((32, 32, 3), dtype=np.uint8)).save(folder / "named.png")
+    (folder / "other.png").write_bytes(b"not an image")  # another split's file: never opened
+    encoder = lite0.EfficientNetLite0().eval()
+    with caplog.at_level(logging.INFO, logger="attnkit"):
+        features = cached_features(tmp_path / "cache", ImageSource(folder), ["named.png", "named.png"], 32, encoder)
+    assert features.shape == (2, 1, 1280) and torch.equal(features[0], features[1])
+    assert any("computing Lite0 features of 1 images" in r.getMessage() for r in caplog.records)  # each image once
+    (folder / "other.png").write_bytes(b"changed")  # not one of the names: the same key, read back
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="attnkit"):
+        cached_features(tmp_path / "cache", ImageSource(folder), ["named.png"], 32, encoder)
+    assert not any("computing" in r.getMessage() for r in caplog.records)
+    assert len(list((tmp_path / "cache" / "prepared").iterdir())) == 1
 
 
 def test_lite0_without_weights_falls_back_to_the_small_cnn(monkeypatch, caplog):

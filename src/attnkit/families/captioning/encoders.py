@@ -5,10 +5,11 @@
 - ``small_cnn``: `SmallCNN`, trained from scratch with the decoder; the fallback when the weights
   package is not installed (`effective_encoder` logs it).
 
-With a frozen Lite0, `cached_features` computes the features of an image set once and stores
-them (float16 safetensors) in a prepared folder keyed by the image bytes, the encoder's weights and
-the input size (`attnkit.artifacts.prepared`), so training runs at decoder speed and every later
-run on the same images reads them back.
+With a frozen Lite0, `cached_features` computes the features of a split's images once (only those
+its captions name: the folder may hold other splits' images, or many more) and stores them (float16
+safetensors) in a prepared folder keyed by the names, their bytes, the encoder's weights and the
+input size (`attnkit.artifacts.prepared`), so training runs at decoder speed and every later run on
+the same images reads them back.
 """
 
 from __future__ import annotations
@@ -105,29 +106,32 @@ def extract_features(encoder: nn.Module, source: ImageSource, names: Sequence[st
     return torch.cat(chunks)  # (N, P, C)
 
 
-def image_files(source: ImageSource) -> list[Path]:
-    """The files whose bytes key an image set's features: the zip, or every image of the folder."""
-    return [source.path] if source.is_zip else [source.path / name for name in source.names()]
+def image_files(source: ImageSource, names: Sequence[str]) -> list[Path]:
+    """The files whose bytes key the features of the images `names`: the zip, or those images' files."""
+    return [source.path] if source.is_zip else [source.path / name for name in names]
 
 
-def cached_features(cache_dir: Path, source: ImageSource, size: int, encoder: nn.Module) -> tuple[list[str], Tensor]:
-    """The frozen Lite0 features of every image of `source`: (names, ``(N, P, C)`` float16), computed once.
+def cached_features(cache_dir: Path, source: ImageSource, names: Sequence[str], size: int, encoder: lite0.EfficientNetLite0) -> Tensor:
+    """The frozen Lite0 features of the images `names` of `source`, ``(N, P, C)`` float16 in that order,
+    computed once (each image once) through `encoder` with its BatchNorms folded into its convolutions
+    (`lite0.fold_batch_norm`). Other images of `source` are neither read nor computed.
 
-    The prepared folder's key hashes the image bytes, the Lite0 weights file and the input size.
+    The prepared folder's key hashes the names, their bytes, the Lite0 weights file and the input size.
     """
-    settings = {"family": "captioning", "features": "lite0", "weights": lite0.WEIGHTS_FILE, "format": "attnkit.caption.features/1", "size": size}
-    key = data_key(settings, image_files(source))
+    unique = sorted(set(names))
+    settings = {"family": "captioning", "features": "lite0", "weights": lite0.WEIGHTS_FILE, "format": "attnkit.caption.features/2", "size": size,
+                "images": unique}  # fmt: skip
+    key = data_key(settings, image_files(source, unique))
 
     def build(folder: Path) -> None:
-        names = source.names()
-        log.info("%s: computing Lite0 features of %d images at %d x %d (once; cached)", source.path, len(names), size, size)
-        save_safetensors(save_file, {"features": extract_features(encoder, source, names, size)}, folder / "features.safetensors")
-        (folder / "names.json").write_text(json.dumps(names), encoding="utf-8")
+        log.info("%s: computing Lite0 features of %d images at %d x %d (once; cached)", source.path, len(unique), size, size)
+        save_safetensors(save_file, {"features": extract_features(lite0.fold_batch_norm(encoder), source, unique, size)}, folder / "features.safetensors")
+        (folder / "names.json").write_text(json.dumps(unique), encoding="utf-8")
 
     folder = prepared(cache_dir, key, build)
     try:
-        features = load_file(str(folder / "features.safetensors"))["features"]
-        names = json.loads((folder / "names.json").read_text(encoding="utf-8"))
+        features = load_file(str(folder / "features.safetensors"))["features"]  # (U, P, C)
+        row = {name: i for i, name in enumerate(json.loads((folder / "names.json").read_text(encoding="utf-8")))}
+        return features[[row[name] for name in names]]  # (N, P, C)
     except (OSError, SafetensorError, KeyError, ValueError) as e:
         raise DataError(f"{folder}: unreadable cached features ({e}); delete the folder to compute them again") from None
-    return names, features

@@ -30,6 +30,7 @@ parameter names; ``load_pretrained`` reads only safetensors thereafter.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.metadata
 import pickle
@@ -41,6 +42,7 @@ import torch.nn.functional as F
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor, nn
+from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from attnkit import extras
 from attnkit.errors import CheckpointError
@@ -167,6 +169,22 @@ class EfficientNetLite0(nn.Module):
     def forward(self, images: Tensor) -> Tensor:
         """``features(images)``: ``(B, 3, H, W)`` -> ``(B, 1280, gh, gw)``."""
         return self.features(images)  # (B, 1280, gh, gw)
+
+
+def fold_batch_norm(model: EfficientNetLite0) -> EfficientNetLite0:
+    """An inference copy of `model` with each BatchNorm folded into the convolution before it.
+
+    In eval mode BN(conv(x)) = gamma (W x - mu) / sqrt(var + eps) + beta = W' x + b', with
+    W' = W gamma / sqrt(var + eps) and b' = beta - mu gamma / sqrt(var + eps)
+    (`torch.nn.utils.fusion.fuse_conv_bn_eval`): the same features up to float rounding, without a
+    pass over every activation map for the BatchNorm. For a frozen encoder only (the copy cannot train
+    its statistics); `model` is left as it is.
+    """
+    folded = copy.deepcopy(model).eval()
+    for module in folded.modules():
+        if isinstance(module, ConvBN):
+            module.conv, module.bn = fuse_conv_bn_eval(module.conv, module.bn), nn.Identity()
+    return folded
 
 
 _RENAMES = tuple(

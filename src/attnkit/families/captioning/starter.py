@@ -47,7 +47,7 @@ def config(args: argparse.Namespace) -> tuple[str, OwnData]:
         captioned, _ = read_captioned_images(path, args.images, image_column=args.image_column, caption_column=args.caption_column, split=split, shared=True)
         counts[split] = (len(captioned), sum(len(c.captions) for c in captioned))
         words = words or sum(len(caption.split()) for c in captioned for caption in c.captions)  # the training split's, read first
-    rule = own_data_defaults(counts["train"][1], words, MAX_TOKENS, MAX_SENTENCES)
+    rule = own_data_defaults(counts["train"][1], words, MAX_TOKENS, MAX_SENTENCES, items=counts["train"][0])  # a batch item: an image with its captions
     captions = (
         f"  captions: {json.dumps(args.captions)}   # a Karpathy split file: its train and restval images train, its val images validate\n"
         if args.captions

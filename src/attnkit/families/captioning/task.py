@@ -7,8 +7,8 @@ caption tokens. Validation: the loss, and BLEU-4 of greedy captions of up to
 `train.eval_max_sentences` validation images against all their references.
 
 The captions are read, checked against the images and encoded once (`attnkit.artifacts.prepared`);
-with a frozen Lite0 the features of every image are cached too (`encoders.cached_features`) and
-training never touches a pixel.
+with a frozen Lite0 the features of every captioned image are cached too (`encoders.cached_features`)
+and training never touches a pixel.
 """
 
 from __future__ import annotations
@@ -173,9 +173,7 @@ class CaptionTask:
         if run.model.cached and self.vocabs.encoder == "lite0":
             self.encoder = lite0.load_pretrained(self.cache / "lite0")
             for split in (self.train, self.valid):
-                names, cells = cached_features(self.cache, split.source, run.model.input_size, self.encoder)
-                row = {name: i for i, name in enumerate(names)}
-                split.cells = cells[[row[n] for n in split.names]]  # (N, P, C) in caption order
+                split.cells = cached_features(self.cache, split.source, split.names, run.model.input_size, self.encoder)  # (N, P, C)
         self.train_lengths = self._lengths(self.train)
         log.info("%d training images (%d captions), %d validation images, %d words", len(self.train.names),
                  sum(map(len, self.train.captions)), len(self.valid.names), len(self.vocabs.vocab))  # fmt: skip
