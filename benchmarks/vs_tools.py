@@ -269,71 +269,6 @@ def inseq_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
     return compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": "tiny random GPT-2 (2 layers, hidden 32)"}, same)
 
 
-def translation_run(cache: Path) -> tuple[Path, Path]:
-    """CACHE/toy-reverse (toy-reverse as a post-norm Transformer, which Marian can hold, trained 300 steps) and its
-    Hugging Face export CACHE/toy-reverse-hf, made on first use."""
-    run, export = cache / "toy-reverse", cache / "toy-reverse-hf"
-    attnkit = [sys.executable, "-m", "attnkit"]
-    if not (run / "checkpoints").exists():
-        subprocess.run([*attnkit, "train", "toy-reverse", "--out", str(run), "--set", "model.norm=post", "--set", "train.max_steps=300",
-                        "--set", "train.eval_every=300"], check=True)  # fmt: skip
-    if not (export / "config.json").exists():
-        subprocess.run([*attnkit, "export", str(run), "--format", "hf", "--out", str(export)], check=True)
-    return run, export
-
-
-def attnkit_translation(run: Path, lines: list[str], steps: int) -> list[dict]:
-    """Per source line: the hypothesis the run's explorer shows and, for each of its output tokens (teacher-forced,
-    `sources.scored.scored_run`: what `attnkit faithfulness` reads), input x gradient and integrated gradients of its
-    log-probability over the source (from the [UNK] embedding, the EOS kept, as inseq) and its row of each layer's cross-attention."""
-    import torch
-
-    from attnkit.analysis.attribution import input_x_gradient_and_integrated_gradients
-    from attnkit.data.vocab import EOS, UNK
-    from attnkit.sources import open_source
-    from attnkit.sources.scored import scored_run
-
-    source = open_source(str(run))
-    model = source.loaded.model
-    cases = []
-    for line in lines:
-        scores, start = {"input_x_gradient": [], "integrated_gradients": [], "attention": []}, time.perf_counter()
-        outputs = scored_run(source, line)  # the hypothesis (one search), its record and each output's score
-        layers = sorted(k for k in outputs[0].attention if k.startswith("cross/"))
-        scores["attention"] = [[o.attention[k].tolist() for k in layers] for o in outputs]  # (T_out, L, S)
-        for o in outputs:
-            ids = torch.tensor([[EOS if t == "</s>" else UNK for t in o.tokens]])  # (1, S): inseq's baseline keeps the EOS
-            with torch.no_grad():
-                base = model.src_embed(ids)[0]  # (S, D)
-            ixg, ig = input_x_gradient_and_integrated_gradients(o.f, o.x, baseline=base, steps=steps)
-            scores["input_x_gradient"].append(ixg.scores.tolist())
-            scores["integrated_gradients"].append(ig.scores.tolist())
-        seconds = {f"{PAIR}+attention": time.perf_counter() - start}
-        hypothesis = [o.label.split(" ", 2)[2][1:-1] for o in outputs]  # "output t 'piece'"
-        cases.append({"source": line, "hypothesis": " ".join(h for h in hypothesis if h != "</s>"), "pieces": hypothesis, "scores": scores,
-                      "seconds": seconds})  # fmt: skip
-    return cases
-
-
-def inseq_translation_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
-    """attnkit's and inseq's attributions and cross-attention of every output token of a translation run's
-    hypotheses, with inseq as shipped and with its decoder embeddings scaled once (vs_tools_envs/inseq_translation.py)."""
-    run, export = translation_run(args.cache)
-    rng = random.Random(2)
-    lines = [" ".join(f"t{rng.randrange(10)}" for _ in range(rng.randint(3, 8))) for _ in range(args.texts)]
-    cases = attnkit_translation(run, lines, args.steps)
-    (args.cache / "translation_cases.json").write_text(json.dumps(cases))
-    out = []
-    for mode in ("as-shipped", "fix-scale"):
-        subprocess.run([str(inseq_env(args.cache)), str(HERE / "vs_tools_envs" / "inseq_translation.py"), str(export),
-                        str(args.cache / "translation_cases.json"), str(args.cache / f"inseq_{mode}.json"), str(args.steps), mode], check=True)  # fmt: skip
-        tool = json.loads((args.cache / f"inseq_{mode}.json").read_text())
-        same = [t["target"][1:] == c["pieces"] for c, t in zip(cases, tool)]
-        model = "attnkit run toy-reverse (post-norm, 300 steps), exported to MarianMTModel"
-        out += compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": model, "inseq_mode": mode}, same)
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--texts", type=int, default=50)
@@ -341,6 +276,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=50, help="integrated gradients' points, in both tools (inseq)")
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="the model's weights, in both tools")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "vs_tools.jsonl")
+    ap.add_argument("--sst", type=Path, default=HERE.parents[1] / "shared" / "data" / "sst", help="the SST trees the classifier run learns from")
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     folder = build_model(args.cache / "bert")
@@ -351,7 +287,9 @@ def main() -> None:
     tool = json.loads((args.cache / "ferret.json").read_text())
     stamp = {"model": "tiny random BERT classifier (2 layers, hidden 32)", "dtype": args.dtype, "texts": len(cases), "cpu": cpu(),
              "date": datetime.now(timezone.utc).strftime("%Y-%m-%d")}  # fmt: skip
-    lines = compare(cases, tool, stamp) + inseq_lines(args, stamp) + inseq_translation_lines(args, stamp)
+    from vs_tools_runs import ferret_run_lines, inseq_translation_lines  # attnkit's own runs beside the tools
+
+    lines = compare(cases, tool, stamp) + ferret_run_lines(args, stamp) + inseq_lines(args, stamp) + inseq_translation_lines(args, stamp)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w") as out:
         for line in lines:

@@ -1,0 +1,163 @@
+"""benchmarks/vs_tools.py's cases on attnkit's own runs: an attnkit classifier beside ferret-xai's evaluators, and an
+attnkit translation run, exported to Hugging Face, beside inseq.
+
+The classifier: `sst2-transformer` (two layers of self-attention over word embeddings) trained 300 updates into
+CACHE/sst2-transformer, on SST from the shared data folder (`--sst`). ferret reads Hugging Face models only, so
+`vs_tools_envs/ferret_eval.py` wraps the run (loaded through attnkit's checkout on PYTHONPATH, in ferret's own
+environment) as a sequence classifier with `.logits`, behind a word-level tokenizer over the run's vocabulary
+whose `[CLS]` and `[SEP]` the wrapper takes off again. attnkit scores the same explanations in its ferret mode:
+`analysis.faithfulness.ferret_aopc` over `--removal delete` (`sources.scored.scored_run`). The texts: SST dev
+sentences of 4 to 25 words, every word in the run's vocabulary (ferret removes a word by decoding ids to text and
+tokenizing it again; an unknown word would come back as the literal `<unk>`).
+
+The translation run: toy-reverse as a post-norm Transformer (Marian has no pre-norm stacks), 300 updates, exported
+with `attnkit export --format hf` (`vs_tools_envs/inseq_translation.py` says what inseq is given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from vs_tools import HERE, METHODS, PAIR, compare, compare_inseq, ferret_env, inseq_env
+
+ATTNKIT = [sys.executable, "-m", "attnkit"]
+SRC = HERE.parent / "src"  # the checkout's attnkit, which ferret's environment reads through PYTHONPATH
+
+
+def trained(cache: Path, name: str, preset: str, *settings: str) -> Path:
+    """CACHE/NAME: `preset` trained with `settings` (made on first use)."""
+    run = cache / name
+    if not (run / "checkpoints").exists():
+        sets = [a for s in settings for a in ("--set", s)]
+        subprocess.run([*ATTNKIT, "train", preset, "--out", str(run), *sets], check=True)
+    return run
+
+
+def run_texts(run: Path, sst: Path, n: int) -> list[str]:
+    """The first n SST dev sentences of 4 to 25 words whose words the run all knows, as the run tokenizes them."""
+    from attnkit.families import load_run
+    from attnkit.families.classification.data import read_sst_trees
+    from attnkit.families.classification.infer import tokenize
+
+    loaded = load_run(run)
+    vocab = loaded.vocabs.vocab
+    out = []
+    for example in read_sst_trees(sst / "trees_dev.txt.gz")[0]:
+        words = tokenize(loaded, example.text)
+        if 4 <= len(words) <= 25 and all(w in vocab for w in words):
+            out.append(" ".join(words))
+        if len(out) == n:
+            break
+    return out
+
+
+def attnkit_run_cases(run: Path, items: list[str]) -> list[dict]:
+    """Per text, as `vs_tools.attnkit_cases` writes them for the Hugging Face classifier, through the attnkit run."""
+    from attnkit.analysis.faithfulness import faithfulness, ferret_aopc
+    from attnkit.sources import open_source
+    from attnkit.sources.faithfulness import method_scores
+    from attnkit.sources.scored import scored_run
+
+    source = open_source(str(run))
+    cases = []
+    for i, text in enumerate(items):
+        (e,) = scored_run(source, text, removal="delete")
+        (own,) = scored_run(source, text)  # the runs' default removal
+        scores, _ = method_scores(e, METHODS, seed=i)
+        figures, seconds, defaults = {}, {}, {}
+        for name, s in scores.items():
+            start = time.perf_counter()
+            figures[name] = ferret_aopc(e.predict, s, e.p)
+            seconds[name] = time.perf_counter() - start
+            m = faithfulness(own.predict, s, own.p)
+            defaults[name] = (m.comprehensiveness_aopc, m.sufficiency_aopc)
+        target = int(e.label.split()[1])  # "class 1 (pos)"
+        cases.append({"text": text, "target": target, "p": e.p, "tokens": e.tokens, "scores": {k: v.tolist() for k, v in scores.items()},
+                      "ferret_mode": figures, "seconds": seconds, "defaults": defaults})  # fmt: skip
+    return cases
+
+
+def ferret_run_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
+    """attnkit's and ferret's AOPC of the same explanations of an attnkit classifier run (module docstring)."""
+    run = trained(args.cache, "sst2-transformer", "sst2-transformer", "train.max_steps=300", "train.eval_every=300", f"data.dir={args.sst}")
+    cases = attnkit_run_cases(run, run_texts(run, args.sst, args.texts))
+    (args.cache / "run_cases.json").write_text(json.dumps(cases))
+    python = ferret_env(args.cache)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "sacrebleu"], check=True)  # what attnkit's import of a run needs beside ferret's
+    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}
+    subprocess.run([str(python), str(HERE / "vs_tools_envs" / "ferret_eval.py"), str(run), str(args.cache / "run_cases.json"),
+                    str(args.cache / "ferret_run.json"), "float32"], check=True, env=env)  # fmt: skip
+    tool = json.loads((args.cache / "ferret_run.json").read_text())
+    model = "attnkit run sst2-transformer (300 updates)"
+    return compare(cases, tool, {**stamp, "model": model, "dtype": "float32", "texts": len(cases)})
+
+
+def translation_run(cache: Path) -> tuple[Path, Path]:
+    """CACHE/toy-reverse (toy-reverse as a post-norm Transformer, which Marian can hold, trained 300 steps) and its
+    Hugging Face export CACHE/toy-reverse-hf, made on first use."""
+    run, export = cache / "toy-reverse", cache / "toy-reverse-hf"
+    attnkit = [sys.executable, "-m", "attnkit"]
+    if not (run / "checkpoints").exists():
+        subprocess.run([*attnkit, "train", "toy-reverse", "--out", str(run), "--set", "model.norm=post", "--set", "train.max_steps=300",
+                        "--set", "train.eval_every=300"], check=True)  # fmt: skip
+    if not (export / "config.json").exists():
+        subprocess.run([*attnkit, "export", str(run), "--format", "hf", "--out", str(export)], check=True)
+    return run, export
+
+
+def attnkit_translation(run: Path, lines: list[str], steps: int) -> list[dict]:
+    """Per source line: the hypothesis the run's explorer shows and, for each of its output tokens (teacher-forced,
+    `sources.scored.scored_run`: what `attnkit faithfulness` reads), input x gradient and integrated gradients of its
+    log-probability over the source (from the [UNK] embedding, the EOS kept, as inseq) and its row of each layer's cross-attention."""
+    import torch
+
+    from attnkit.analysis.attribution import input_x_gradient_and_integrated_gradients
+    from attnkit.data.vocab import EOS, UNK
+    from attnkit.sources import open_source
+    from attnkit.sources.scored import scored_run
+
+    source = open_source(str(run))
+    model = source.loaded.model
+    cases = []
+    for line in lines:
+        scores, start = {"input_x_gradient": [], "integrated_gradients": [], "attention": []}, time.perf_counter()
+        outputs = scored_run(source, line)  # the hypothesis (one search), its record and each output's score
+        layers = sorted(k for k in outputs[0].attention if k.startswith("cross/"))
+        scores["attention"] = [[o.attention[k].tolist() for k in layers] for o in outputs]  # (T_out, L, S)
+        for o in outputs:
+            ids = torch.tensor([[EOS if t == "</s>" else UNK for t in o.tokens]])  # (1, S): inseq's baseline keeps the EOS
+            with torch.no_grad():
+                base = model.src_embed(ids)[0]  # (S, D)
+            ixg, ig = input_x_gradient_and_integrated_gradients(o.f, o.x, baseline=base, steps=steps)
+            scores["input_x_gradient"].append(ixg.scores.tolist())
+            scores["integrated_gradients"].append(ig.scores.tolist())
+        seconds = {f"{PAIR}+attention": time.perf_counter() - start}
+        hypothesis = [o.label.split(" ", 2)[2][1:-1] for o in outputs]  # "output t 'piece'"
+        cases.append({"source": line, "hypothesis": " ".join(h for h in hypothesis if h != "</s>"), "pieces": hypothesis, "scores": scores,
+                      "seconds": seconds})  # fmt: skip
+    return cases
+
+
+def inseq_translation_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
+    """attnkit's and inseq's attributions and cross-attention of every output token of a translation run's
+    hypotheses, with inseq as shipped and with its decoder embeddings scaled once (vs_tools_envs/inseq_translation.py)."""
+    run, export = translation_run(args.cache)
+    rng = random.Random(2)
+    lines = [" ".join(f"t{rng.randrange(10)}" for _ in range(rng.randint(3, 8))) for _ in range(args.texts)]
+    cases = attnkit_translation(run, lines, args.steps)
+    (args.cache / "translation_cases.json").write_text(json.dumps(cases))
+    out = []
+    for mode in ("as-shipped", "fix-scale"):
+        subprocess.run([str(inseq_env(args.cache)), str(HERE / "vs_tools_envs" / "inseq_translation.py"), str(export),
+                        str(args.cache / "translation_cases.json"), str(args.cache / f"inseq_{mode}.json"), str(args.steps), mode], check=True)  # fmt: skip
+        tool = json.loads((args.cache / f"inseq_{mode}.json").read_text())
+        same = [t["target"][1:] == c["pieces"] for c, t in zip(cases, tool)]
+        model = "attnkit run toy-reverse (post-norm, 300 steps), exported to MarianMTModel"
+        out += compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": model, "inseq_mode": mode}, same)
+    return out
