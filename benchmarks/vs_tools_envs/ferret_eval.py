@@ -40,12 +40,10 @@ class RunClassifier(torch.nn.Module):
         return next(self.model.parameters()).device
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **_: object) -> SimpleNamespace:
-        keep = attention_mask.bool().clone()  # (B, S)
-        keep[:, 0] = False  # [CLS]
-        keep[torch.arange(keep.size(0)), attention_mask.sum(dim=1) - 1] = False  # [SEP]
-        empty = ~keep.any(dim=1)  # (B,)
-        keep[empty, 1] = True  # one <pad> (id 0) where no word is left
-        ids = input_ids.masked_fill(~keep, 0)  # (B, S)
+        keep = attention_mask[:, 1:].bool().clone()  # (B, S - 1): [CLS] cut off, so the words keep their positions
+        keep[torch.arange(keep.size(0)), keep.sum(dim=1) - 1] = False  # [SEP]
+        ids = input_ids[:, 1:].masked_fill(~keep, 0)  # (B, S - 1): the run's ids, <pad> (0) elsewhere
+        keep[~keep.any(dim=1), 0] = True  # no word left: read one <pad> (where [SEP] was)
         return SimpleNamespace(logits=self.model(ids, keep).logits)
 
 
