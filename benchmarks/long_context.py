@@ -72,7 +72,7 @@ def _run(way: str, n: int, folder: Path) -> dict:
     extra = {}
     with torch.inference_mode():
         if way == "sdpa":
-            model(input_ids=ids, logits_to_keep=1)
+            model(input_ids=ids, logits_to_keep=1, use_cache=False)
         elif way == "output_attentions":
             maps = [a[0].float().numpy() for a in model(input_ids=ids, logits_to_keep=1, output_attentions=True).attentions]
             extra = {"held_mib": _mib(sum(m.nbytes for m in maps))}
@@ -84,7 +84,7 @@ def _run(way: str, n: int, folder: Path) -> dict:
             with npz_writer(out) as writer:
                 collector = Collector(NpzStore(writer))  # each layer into the npz as it comes, as `attnkit attention` keeps it
                 with collecting(model, "decoder", collector):
-                    model(input_ids=ids, logits_to_keep=1)
+                    model(input_ids=ids, logits_to_keep=1, use_cache=False)
                 collector.finish()
             extra = {"disk_mib": _mib(out.stat().st_size)}
     return {"seconds": round(time.perf_counter() - start, 2), **extra}
