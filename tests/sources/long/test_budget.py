@@ -4,6 +4,12 @@ road (kept queries and keys in files, read back a layer at a time) against the i
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -36,7 +42,7 @@ def test_terms_are_hand_counts():
     assert est.activations == n * 4 * per_token + 4 * 512  # and the last position's logits
     assert est.kept == 4 * (4 + 2) * n * 32 * 4  # every layer's queries (H, N, D) and keys (Hkv, N, D)
     results = 4 * (4 * n + 2 * ((n // 64) ** 2 + (n // 256) ** 2 + (n // 1024) ** 2)) * 4 + 2 * n * 4  # summaries, pooled maps, rollout
-    assert est.work == 3 * BLOCK_BYTES + 4 * n * 4 + results  # logits, rows, the entropy's product; the exact row
+    assert est.work == 4 * BLOCK_BYTES + 4 * n * 4 + results  # logits, rows, the entropy's product, copies; the exact row
     assert est.memory == weights + est.kept + max(est.activations, est.work)  # the scans come after the forward pass
     spilled = estimate(shape, n, Plan(layers=4, rows=1, row_heads=4), spill=True)
     assert (spilled.kept, spilled.spilled) == (est.kept // 4, est.kept)
@@ -69,3 +75,26 @@ def test_spilled_road_equals_in_memory(name, tmp_path):
     assert sorted(a.files) == sorted(b.files) and len(a.files) > 20
     for key in a.files:
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+PROJECTION = "PYTHONPATH=src .venv/bin/python scripts/long_context_projection.py --budget 32G\n"  # docs/explorer.md runs it
+
+
+def runs(page) -> list[str]:
+    """The bash blocks of `page` this file runs (tests/docs/test_bash_blocks.py)."""
+    return [PROJECTION] if page.name == "explorer.md" else []
+
+
+@pytest.mark.slow  # a fresh process that builds Llama-3.1-8B on the meta device: about 15 s on 2 busy cores
+def test_the_projection_file_is_what_the_guard_says_now(tmp_path):
+    """benchmarks/results/long_context_projection.jsonl (docs/explorer.md's Llama-3.1-8B table) is current, and 128k
+    tokens spill: their kept queries and keys are 40 GiB (32 layers x (32 + 8) heads x 131,072 x 128 x 2 bytes)."""
+    repo = Path(__file__).resolve().parents[3]
+    argv = PROJECTION.split()[1:]
+    argv[0], argv[1] = sys.executable, str(repo / argv[1])
+    subprocess.run([*argv, "--out", str(tmp_path / "p.jsonl")], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(repo / "src")})
+    fresh = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    committed = [json.loads(line) for line in (repo / "benchmarks/results/long_context_projection.jsonl").read_text().splitlines()]
+    assert [{**line, "date": None} for line in fresh] == [{**line, "date": None} for line in committed]
+    last = fresh[-1]
+    assert (last["tokens"], last["kept_gib"], last["attnkit"]) == (131072, 40.0, "spills the kept queries and keys to disk")

@@ -13,7 +13,8 @@ allocates (tests/sources/long/test_budget.py holds each term to a hand count):
   sliding-window model's (N, N) boolean mask. The pass runs without a key/value cache;
 - the kept keys, (Hkv, N, D) per kept layer, and queries, (H, N, D) per kept layer (only the chosen
   rows' queries with `rows only`), which grow while the forward pass runs and stay for the scans;
-- the block workspace of a scan (`blocks.BLOCK_BYTES` each: logits, rows and the entropy's product p s)
+- the block workspace of a scan (`blocks.BLOCK_BYTES` each: logits, rows, the entropy's product p s and
+  the copies that the local band and the tile sums take)
   and one layer's results (summaries, pooled maps, exact rows, rollout rows), which come after the
   forward pass's activations are freed: the peak is weights + kept + the larger of the two.
 
@@ -39,8 +40,11 @@ from attnkit.sources.hf.long.blocks import BLOCK_BYTES
 from attnkit.sources.hf.long.summaries import NAMES
 
 GiB = 2**30
-WORKSPACE_ARRAYS = 3  # (H, b, n) float32 arrays of a block pass: logits and rows (`blocks.workspace`), the entropy product
-EAGER_ARRAYS = 4  # (H, N, N) float32 arrays alive at once in an eager layer
+WORKSPACE_ARRAYS = (
+    4  # (H, b, n) float32 arrays of a block pass: logits and rows (`blocks.workspace`), the entropy's product p s, the local band's and tile sums' copies
+)
+EAGER_ARRAYS = 2  # (H, N, N) float32 arrays alive at once in an eager layer: the masked logits and their softmax
+EAGER_SQUARES = 4  # (N, N) float32 arrays beside them: the causal mask, and rollout's head mean, product and running product
 TOKEN_BYTES = 64  # a token's label in the npz (numpy fixed-width unicode)
 
 
@@ -141,9 +145,9 @@ def estimate(shape: Shape, n: int, plan: Plan, spill: bool = False) -> Estimate:
 
 
 def eager_bytes(shape: Shape, n: int) -> int:
-    """The eager road at n tokens: the forward pass, eager attention's (N, N) float mask and a few (H, N, N)
-    float32 arrays of one layer (scores, weights, the copy written), and rollout's few (N, N) products."""
-    return forward_bytes(shape, n) + (EAGER_ARRAYS * shape.heads + 4) * n * n * 4
+    """The eager road at n tokens: the forward pass, two (H, N, N) float32 arrays of one layer (the masked logits and
+    their softmax, which is written and dropped), eager attention's (N, N) float mask and rollout's (N, N) products."""
+    return forward_bytes(shape, n) + (EAGER_ARRAYS * shape.heads + EAGER_SQUARES) * n * n * 4
 
 
 def gib(size: int) -> str:
