@@ -2,6 +2,8 @@
 
     PYTHONPATH=src .venv/bin/python benchmarks/long_context.py [--lengths 2048 8192 32768] [--out FILE.jsonl]
 
+(--out appends: remove benchmarks/results/long_context.jsonl first to regenerate it.)
+
 Run it alone on the machine (it times and measures memory). The model is a tiny random Llama (4
 layers, 4 query heads, 2 key/value heads, hidden 128, intermediate 256, vocabulary 512; float32;
 logits for the last position only, no key/value cache) reading --lengths random token ids. Each way
