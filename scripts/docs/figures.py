@@ -14,10 +14,15 @@ A page does not type a measured figure; it writes a marker that the build replac
 - `machine(file, where=None)` and `date(file, where=None)`: the machine and the date the file (or
   its line) records (`machine`, `cpu`, `doctor_cpu` or `device`; `date`), the machine's short name.
 - `count(glob, capital=False)`: how many repository files match `glob`, in words ("nine").
+- `table(file, columns, where=None)`: a markdown table with a row per record of `file` whose fields
+  equal `where` (every .jsonl line by default) and a column per `[heading, key, spec]` of `columns`:
+  the field `key` (nested as in `fig`) written with `spec` (a `fig` format; "" writes it as it is); a
+  field a row lacks is an empty cell, one that no row has is an error. Put it on a line of its own.
 
 A marker in code (a code block or span) is shown as it is. A marker that does not resolve (no file, no such key or line, a bad spec) is a warning, which
 `mkdocs build --strict` turns into a failed build; so is a section (heading to heading) that quotes
-a figure but does not name the machine and the date of its file. The README is not built: there a
+a figure (or a table) but does not name the machine and the date of its file, unless what it quotes
+is an estimate, not a measurement (every line it reads says `"measured": false`). The README is not built: there a
 figure is followed by its marker in an HTML comment (`**38.78<!-- {{ fig(...) }} -->**`), its
 section names the machine and date as on a page, and `python scripts/docs/figures.py README.md`
 rewrites each figure from its marker (tests/docs/test_figures.py checks that it is current).
@@ -67,21 +72,27 @@ def _records(file: str) -> tuple:
 
 def record(file: str, where: dict | None = None) -> dict:
     """The record of `file` (a .json), or its first line whose fields equal `where` (a .jsonl)."""
-    records = _records(file)
-    matching = [r for r in records if all(r.get(k) == v for k, v in (where or {}).items())]
-    if not matching:
+    found = matching(file, where)
+    if not found:
         raise FigureError(f"benchmarks/results/{file}: no line with {where}")
-    return matching[0]
+    return found[0]
+
+
+def field_of(rec, key: str):
+    """The field `key` of a record (`a.b.0`: nested; a number indexes a list); KeyError if it has none."""
+    for part in key.split("."):
+        try:
+            rec = rec[int(part)] if isinstance(rec, list) else rec[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise KeyError(key) from None
+    return rec
 
 
 def field(file: str, key: str, where: dict | None = None):
-    value = record(file, where)
-    for part in key.split("."):
-        try:
-            value = value[int(part)] if isinstance(value, list) else value[part]
-        except (KeyError, IndexError, ValueError, TypeError):
-            raise FigureError(f"benchmarks/results/{file}: no field {key!r}" + (f" in the line with {where}" if where else "")) from None
-    return value
+    try:
+        return field_of(record(file, where), key)
+    except KeyError:
+        raise FigureError(f"benchmarks/results/{file}: no field {key!r}" + (f" in the line with {where}" if where else "")) from None
 
 
 def value(file: str, key: str, where=None, over=None, mean_of=None, pattern=None, scale=1) -> float:
@@ -156,7 +167,38 @@ def count(glob: str, capital: bool = False) -> str:
     return word.capitalize() if capital else word
 
 
-FUNCTIONS = {"fig": fig, "machine": machine, "date": date, "count": count}
+def matching(file: str, where: dict | None = None) -> list[dict]:
+    """The records of `file` whose fields equal `where` (all of them for None)."""
+    return [r for r in _records(file) if all(r.get(k) == v for k, v in (where or {}).items())]
+
+
+def _cell(file: str, rec: dict, key: str, spec: str) -> str | None:
+    try:
+        found = field_of(rec, key)
+    except KeyError:
+        return None
+    if not spec:
+        return str(found)
+    try:
+        return written(float(found), spec)
+    except (TypeError, ValueError):
+        raise FigureError(f"benchmarks/results/{file} {key}: {found!r} is not a number") from None
+
+
+def table(file: str, columns: list, where: dict | None = None) -> str:
+    """A markdown table of the records of `file` that `where` picks, one column per [heading, key, spec]."""
+    rows = matching(file, where)
+    if not rows:
+        raise FigureError(f"benchmarks/results/{file}: no line with {where}")
+    cells = [[_cell(file, r, key, spec) for _, key, spec in columns] for r in rows]
+    for i, (_, key, _) in enumerate(columns):
+        if all(row[i] is None for row in cells):
+            raise FigureError(f"benchmarks/results/{file}: no line has the field {key!r}")
+    lines = ["| " + " | ".join(c[0] for c in columns) + " |", "|" + "---|" * len(columns)]
+    return "\n".join(lines + ["| " + " | ".join(c or "" for c in row) + " |" for row in cells])
+
+
+FUNCTIONS = {"fig": fig, "machine": machine, "date": date, "count": count, "table": table}
 
 
 def call(marker: str) -> tuple[str, tuple, dict]:
@@ -189,7 +231,7 @@ def sources(markdown: str) -> list[tuple[int, str, dict | None]]:
             name, args, kwargs = call(m.group(1))
         except FigureError:
             continue
-        if name == "fig" and args:
+        if name in ("fig", "table") and args:
             where = kwargs.get("where") or next(({k: v for k, v in w.items() if k != "key"} for w in kwargs.get("mean_of") or []), None)
             found.append((m.start(), args[0], where))
     return found
@@ -211,6 +253,8 @@ def unnamed_provenance(markdown: str) -> list[str]:
         start, end = next((a, b) for a, b in spans if a <= at < b)
         section = expand(markdown[start:end])
         try:
+            if all(r.get("measured") is False for r in matching(file, where)):
+                continue  # an estimate: no machine measured it
             wanted = (machine(file, where), date(file, where))
         except FigureError as e:
             problems.append(str(e))

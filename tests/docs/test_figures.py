@@ -81,6 +81,26 @@ def test_a_marker_that_does_not_resolve_is_an_error(results, marker, error):
         figures.expand(page)
 
 
+def test_a_table_marker_generates_a_row_per_line(results):
+    lines = [{"machine": "Intel Xeon", "date": "2026-12-02", "engine": "a", "tok_s": 1234.25},
+             {"machine": "Intel Xeon", "date": "2026-12-02", "engine": "b", "tok_s": 2.0, "peak": 7},
+             {"machine": "AMD EPYC", "date": "2026-12-03", "engine": "c", "tok_s": 1.0, "peak": 7}]  # fmt: skip
+    (results / "table.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    columns = "[['engine', 'engine', ''], ['tokens/s', 'tok_s', ',.1f'], ['peak', 'peak', '.0f']]"
+    page = f"## A\nIntel Xeon, 2026-12-02\n\n{{{{ table('table.jsonl', {columns}, where={{'machine': 'Intel Xeon'}}) }}}}\n"
+    rendered, errors = figures.check(page)
+    assert errors == [] and "| engine | tokens/s | peak |\n|---|---|---|\n| a | 1,234.3 |  |\n| b | 2.0 | 7 |\n" in rendered, errors
+    assert "| c |" not in rendered  # `where` picks the lines; a field a line lacks is an empty cell
+    wrong = "## A\nIntel Xeon, 2026-12-02\n{{ table('table.jsonl', [['x', 'tok', '']], where={'machine': 'Intel Xeon'}) }}\n"
+    assert "no line has the field 'tok'" in figures.check(wrong)[1][0]
+    estimate = "## A\n{{ table('estimate.jsonl', [['engine', 'engine', '']]) }}\n"
+    (results / "estimate.jsonl").write_text(json.dumps({"engine": "a"}) + "\n")
+    assert "records no machine" in figures.check(estimate)[1][0]
+    (results / "estimate.jsonl").write_text(json.dumps({"engine": "a", "measured": False}) + "\n")
+    figures._records.cache_clear()
+    assert figures.check(estimate)[1] == []  # an estimate: no machine measured it
+
+
 def test_a_figure_whose_section_does_not_name_its_machine_and_date_is_an_error(results):
     named = "## A\nthe AMD EPYC, 2026-12-07\n## B\n{{ fig('run.json', 'bleu', '.2f') }}\n"
     assert figures.check(named)[1] == ["the section quoting benchmarks/results/run.json does not name AMD EPYC or 2026-12-07"]

@@ -146,13 +146,18 @@ def test_encoder_truncated(hf_folder, tmp_path, capsys):
     assert z["tokens"][-1] == "[SEP]" and z["rows/layer1"].shape == (4, 1, 32)
 
 
-def test_memory_guard_names_what_fits(hf_folder, tmp_path):
+def test_memory_guard_spills_then_names_what_fits(hf_folder, tmp_path):
     from attnkit.sources.hf.load import load
     from attnkit.sources.hf.long.budget import Plan, check, estimate, shape_of
 
     shape = shape_of(load(str(hf_folder("llama"))).model)
     plan = Plan(layers=2, rows=1, row_heads=4)
-    one_layer = estimate(shape, 4096, Plan(layers=1, rows=1, row_heads=4)).memory
-    with pytest.raises(AttnkitError, match="what fits: --layers naming at most 1 of the 2 layers"):  # room for one layer's queries and keys
-        check("tiny", shape, 4096, plan, one_layer)
-    assert check("tiny", shape, 4096, replace(plan, layers=1), one_layer).memory == one_layer
+    in_memory, spilled = estimate(shape, 4096, plan), estimate(shape, 4096, plan, spill=True)
+    assert spilled.kept == in_memory.kept // 2 and spilled.spilled == in_memory.kept
+    assert check("tiny", shape, 4096, plan, in_memory.memory) == in_memory  # fits: nothing on disk
+    assert check("tiny", shape, 4096, plan, in_memory.memory - 1) == spilled  # one layer's queries and keys in memory
+    rows = estimate(shape, 4096, replace(plan, rows_only=True), spill=True).memory
+    with pytest.raises(AttnkitError, match=r"what fits: --long rows \("):
+        check("tiny", shape, 4096, plan, spilled.memory - 1)
+    with pytest.raises(AttnkitError, match="what fits: nothing: the forward pass alone needs"):
+        check("tiny", shape, 4096, plan, rows - 1)

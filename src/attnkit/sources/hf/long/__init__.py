@@ -6,7 +6,7 @@ count), and `blocks` recomputes exact attention rows from them, a block of queri
 the same blocks, one pass per layer (`scan`) gives the per-query `summaries` (sink, entropy,
 distance, local mass), the `pooling` maps at several zoom levels (with and without the sink's
 column) and a step of `rollout` for chosen rows. `budget` estimates memory and disk before any work
-and refuses, in one line, what does not fit; `options` holds the settings and `export` writes the
+and refuses, in one line, what does not fit (the kept queries and keys go to disk, `spill`, before it refuses); `options` holds the settings and `export` writes the
 npz (`attnkit attention SOURCE --long`, docs/explorer.md, "Long inputs").
 """
 

@@ -17,7 +17,7 @@ capture keeps instead each pass's last row (`Capture.per_pass`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -38,7 +38,7 @@ class Capture:
 
     layers: frozenset[int] | None = None
     queries: Tensor | None = None  # (m,) positions whose queries are kept (None: every query)
-    kept: dict[int, KeptLayer] = field(default_factory=dict)
+    kept: MutableMapping[int, KeptLayer] = field(default_factory=dict)  # or on disk (`spill.Spilled`)
     calls: int = 0  # attention calls so far
     per_pass: int | None = None  # generation: attention calls per forward pass
     steps: dict[int, list[Tensor]] = field(default_factory=dict)  # generation: per layer, (H, keys) rows
@@ -105,10 +105,11 @@ def register() -> None:
 
 @contextmanager
 def capturing(layers: frozenset[int] | None = None, queries: Tensor | None = None, per_pass: int | None = None,
-              after: Callable[[], None] | None = None) -> Iterator[Capture]:  # fmt: skip
+              after: Callable[[], None] | None = None, kept: MutableMapping[int, KeptLayer] | None = None) -> Iterator[Capture]:  # fmt: skip
     """Keep the keys and queries (all, or those at positions `queries`) of the attention calls inside the block,
-    of the layers numbered in `layers` (None: all); or, with `per_pass`, the rows of generation (`Capture`)."""
-    capture = Capture(layers, queries, per_pass=per_pass, after=after)
+    of the layers numbered in `layers` (None: all), in `kept` (default a dict); or, with `per_pass`, the rows of
+    generation (`Capture`)."""
+    capture = Capture(layers, queries, {} if kept is None else kept, per_pass=per_pass, after=after)
     _active.append(capture)
     try:
         yield capture

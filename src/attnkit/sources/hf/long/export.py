@@ -4,8 +4,9 @@ The model loads with the `capture.IMPLEMENTATION` attention (SDPA underneath; at
 attention where logits are soft-capped); a model whose attention does not go through transformers'
 attention interface (BLOOM, DeBERTa, MPNet: eager only) is refused before any work. After the
 memory guard (`budget`), one forward pass (a decoder's logits for the last position only; an
-encoder's body without its head, which would score every position) keeps each chosen layer's
-queries and keys; then each layer,
+encoder's body without its head, which would score every position; no key/value cache) keeps each
+chosen layer's queries and keys, in memory or, when the guard says they do not fit, in files of a
+temporary folder (`spill`); then each layer,
 top first, is scanned block by block (`scan`) and written before the next: per-query summaries
 `<name>/layer<l>` (H, N) and the grids `<name>` (layers, heads) of their means (`summaries.NAMES`),
 pooled maps `pooled<s>/layer<l>` and `pooled<s>_without_sink/layer<l>` (H, t, t) (`pooling`), exact
@@ -19,6 +20,9 @@ the row that chose each new token (`write_generation`). The rows default to a de
 from __future__ import annotations
 
 import inspect
+import tempfile
+from collections.abc import MutableMapping
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +37,7 @@ from attnkit.sources.hf.long.capture import IMPLEMENTATION, capturing, register
 from attnkit.sources.hf.long.options import DEFAULT_ROW, POOLS, LongOptions, check_choice, resolve_rows
 from attnkit.sources.hf.long.rollout import RolloutStep, start
 from attnkit.sources.hf.long.scan import exact_rows, scan_layer
+from attnkit.sources.hf.long.spill import Spilled
 from attnkit.sources.hf.long.summaries import NAMES
 from attnkit.sources.npz import NpzWriter, npz_writer
 
@@ -51,13 +56,18 @@ def open_model(source: str) -> HfModel:
     return hf
 
 
-def forward(hf: HfModel, ids: torch.Tensor, layers: frozenset[int] | None, queries: torch.Tensor | None) -> dict[int, KeptLayer]:
-    """One forward pass of ids (1, N), keeping the chosen layers' keys and queries; a decoder's logits for the last
-    position only, an encoder's body alone (`base_model`: its attention is all there)."""
+def forward(hf: HfModel, ids: torch.Tensor, layers: frozenset[int] | None, queries: torch.Tensor | None,
+            spill: Path | None = None) -> MutableMapping[int, KeptLayer]:  # fmt: skip
+    """One forward pass of ids (1, N), keeping the chosen layers' keys and queries (in files under `spill`, when given);
+    a decoder's logits for the last position only, an encoder's body alone (`base_model`: its attention is all there)."""
     model = hf.model.base_model if hf.arch == "encoder" else hf.model
     extra = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    extra["use_cache"] = False  # the capture keeps the keys; a key/value cache would hold them again, with the values
     total = budget.shape_of(hf.model).layers
-    with bar(total=total, desc="long: forward", unit="layer") as progress, capturing(layers, queries, after=progress.update) as capture:
+    with (
+        bar(total=total, desc="long: forward", unit="layer") as progress,
+        capturing(layers, queries, after=progress.update, kept=None if spill is None else Spilled(spill)) as capture,
+    ):
         with torch.inference_mode():
             model(input_ids=ids, **extra)
     if capture.calls == 0:
@@ -88,11 +98,12 @@ def write_generation(writer: NpzWriter, hf: HfModel, ids: torch.Tensor, layers: 
     return k
 
 
-def _write_scans(writer: NpzWriter, kept: dict[int, KeptLayer], options: LongOptions, rollout: torch.Tensor | None) -> torch.Tensor | None:
-    """Scan every kept layer, top first, writing each; the rollout rows if `rollout` (m, N) is given."""
+def _write_scans(writer: NpzWriter, kept: MutableMapping[int, KeptLayer], n: int, options: LongOptions,
+                 rollout: torch.Tensor | None) -> torch.Tensor | None:  # fmt: skip
+    """Scan every kept layer of n tokens, top first, writing each; the rollout rows if `rollout` (m, N) is given."""
     layers = sorted(kept, reverse=True)
     grids = {name: {} for name in NAMES}
-    total = sum(kept[l].query.size(1) for l in layers)
+    total = len(layers) * n
     with bar(total=total, desc="long: layers", unit="row") as progress:
         for l in layers:
             step = RolloutStep(rollout) if rollout is not None else None
@@ -121,26 +132,37 @@ def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWrit
     rows_only = options.mode == "rows"
     plan = budget.Plan(len(options.layers or range(shape.layers)), len(rows) + (options.new_tokens or 0), len(options.heads or range(shape.heads)), rows_only)
     est = budget.check(hf.name, shape, n, plan, options.max_memory or budget.available_memory() // 2)
-    kept = forward(hf, ids, frozenset(options.layers) if options.layers else None, torch.tensor(rows) if rows_only else None)
+    budget.release_freed_memory()
+    summary = {"model": type(hf.model).__name__, "tokens": n, "rows": len(rows), "mode": options.mode,
+               "estimate": {"memory_bytes": est.memory, "disk_bytes": est.disk, "spilled_bytes": est.spilled}}  # fmt: skip
+    with ExitStack() as stack:
+        spill = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="attnkit-spill-"))) if est.spilled else None
+        kept = forward(hf, ids, frozenset(options.layers) if options.layers else None, torch.tensor(rows) if rows_only else None, spill)
+        summary["layers"] = len(kept)
+        _write_kept(writer, kept, tokens, rows, shape, options)
+        if not rows_only:
+            whole = options.layers is None or len(kept) == shape.layers
+            rollout = _write_scans(writer, kept, n, options, start(rows, n) if whole else None)
+            if rollout is not None:
+                writer.add("rollout_rows", rollout.numpy())
+            summary["rollout"] = rollout is not None
+    if options.new_tokens:
+        summary["generated"] = write_generation(writer, hf, ids, frozenset(options.layers) if options.layers else None, options.new_tokens)
+    return summary
+
+
+def _write_kept(writer: NpzWriter, kept: MutableMapping[int, KeptLayer], tokens: list[str], rows: list[int], shape: budget.Shape,
+                options: LongOptions) -> None:  # fmt: skip
+    """The tokens, the kept layers' numbers, the rows and each kept layer's exact rows."""
     writer.add("tokens", tokens)
     writer.add("layers", np.array(sorted(kept)))
     writer.add("rows", np.array(rows))
     writer.add("rows/heads", np.array(options.heads or range(shape.heads)))
     for l in sorted(kept):
-        indices = list(range(len(rows))) if rows_only else rows
+        indices = list(range(len(rows))) if options.mode == "rows" else rows
         writer.add(f"rows/layer{l}", exact_rows(kept[l], indices, list(options.heads) if options.heads else None).numpy())
-    summary = {"model": type(hf.model).__name__, "tokens": n, "layers": len(kept), "rows": len(rows), "mode": options.mode,
-               "estimate": {"memory_bytes": est.memory, "disk_bytes": est.disk}}  # fmt: skip
-    if not rows_only:
+    if options.mode != "rows":
         writer.add("window", np.array(options.window))
-        whole = options.layers is None or len(kept) == shape.layers
-        rollout = _write_scans(writer, kept, options, start(rows, n) if whole else None)
-        if rollout is not None:
-            writer.add("rollout_rows", rollout.numpy())
-        summary["rollout"] = rollout is not None
-    if options.new_tokens:
-        summary["generated"] = write_generation(writer, hf, ids, frozenset(options.layers) if options.layers else None, options.new_tokens)
-    return summary
 
 
 def write_long(hf: HfModel, text: str, writer: NpzWriter, options: LongOptions) -> dict:
