@@ -90,17 +90,27 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    from attnkit.sources import open_source
+def write_page(
+    run: str, lines, out, *, checkpoint: str = "best", title: str | None = None, dtype: str = "fp32", options=None, max_cells: int | None = None
+) -> Path:
+    """The report page of `lines` through `run` (a run folder or a Hugging Face model): the records of the one
+    road (`sources.page.page_records`), drawn by the source's renderer after its training curves. `attnkit
+    report` writes it; so does a family's verb that writes a page (`Family.add_commands` hands it this,
+    `families.protocol.WritePage`: `explain --out X.html`)."""
+    from attnkit.sources import AttentionOptions, open_source
     from attnkit.sources.page import page_records
+    from attnkit.sources.store import MAX_CELLS
     from attnkit.viz.report import write_report
 
-    lines = _lines(args)
-    source = open_source(args.run, args.checkpoint, args.dtype)
+    source = open_source(run, checkpoint, dtype)
     curves = source.curves()  # a corrupt line: before any decoding
-    records = page_records(source, lines, _options(args), args.max_cells)
+    records = page_records(source, lines, options or AttentionOptions(checkpoint=checkpoint), max_cells or MAX_CELLS)
     script, style = source.renderer()
-    write_report(records, args.out, title=f"attnkit report: {source.name}", renderer=script, curves=curves, style=style)
+    return write_report(records, out, title=title or f"attnkit report: {source.name}", renderer=script, curves=curves, style=style)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    write_page(args.run, _lines(args), args.out, checkpoint=args.checkpoint, dtype=args.dtype, options=_options(args), max_cells=args.max_cells)
     print(f"wrote {args.out}")
     return 0
 
