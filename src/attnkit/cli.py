@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.add(sub, FAMILIES)
     doctor.add(sub)
     for family in FAMILIES.values():
-        family.add_commands(sub)
+        family.add_commands(sub, explore.write_page)
     parser.description = "Train, decode, evaluate and look inside attention models.\n" + command_map(sub)
     for each in _parsers(parser):
         each.formatter_class = HelpFormatter

@@ -4,6 +4,7 @@ gives one clear error line; a resumed run equals an uninterrupted one."""
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -112,8 +113,10 @@ def test_explain_writes_html_and_png(keyword_run, tmp_path, capsys):
     html, png = tmp_path / "e.html", tmp_path / "e.png"
     assert main(["explain", str(keyword_run), "w3 good <w4>", "--out", str(html), "--out", str(png)]) == 0
     page = html.read_text()
-    assert ">&lt;</span>" in page and "<w4>" not in page and "<script" not in page and "http" not in page.split("</head>")[1]
-    assert page.count("hop 1</b>") == 1 and png.read_bytes()[:4] == b"\x89PNG"
+    (data,) = re.findall(r'<script type="application/json" id="attention-data">(.*?)</script>', page, re.S)
+    (record,) = json.loads(data)  # the report page's record: the hops over the words the model read
+    assert record["source"] == "w3 good <w4>" and record["maps"]["hops"]["rows"][0] == "hop 1" and "<" in record["maps"]["hops"]["cols"]
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=\"(?!data:)", page) and png.read_bytes()[:4] == b"\x89PNG"  # offline: all inline
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,12 @@ def test_no_output_is_made_without_the_one_builder(which, output, request, tmp_p
         output(source, text, tmp_path)
 
 
+def test_the_explain_page_goes_through_it(tiny_sase_run, tmp_path, blocked):
+    """`explain --out X.html` (a classifier's family verb) is the report page: the family writes no record."""
+    with pytest.raises(Blocked):
+        main(["explain", str(tiny_sase_run), RUN_TEXT, "--out", str(tmp_path / "e.html")])
+
+
 def test_heads_reads_the_records_too(tiny_transformer_run, tmp_path, blocked):
     (tmp_path / "in.txt").write_text("t1 t2 t3\n", encoding="utf-8")
     with pytest.raises(Blocked):

@@ -104,7 +104,7 @@ def _long_report(args: argparse.Namespace, text: str | None) -> int:
     from attnkit.viz.report import template, write_report
 
     if is_run(args.run):
-        raise AttnkitError(f"{args.run}: --long reads Hugging Face decoder models; attnkit runs take the full maps (leave out --long)")
+        raise AttnkitError(f"{args.run}: --long reads Hugging Face decoder and encoder models; attnkit runs take the full maps (leave out --long)")
     if text is None or args.document is None:
         raise AttnkitError("report --long: give the document as --document FILE")
     hf = open_model(args.run)
@@ -116,21 +116,32 @@ def _long_report(args: argparse.Namespace, text: str | None) -> int:
     return 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    from attnkit.sources import open_source
+def write_page(
+    run: str, lines, out, *, checkpoint: str = "best", title: str | None = None, dtype: str = "fp32", options=None, max_cells: int | None = None
+) -> Path:
+    """The report page of `lines` through `run` (a run folder or a Hugging Face model): the records of the one
+    road (`sources.page.page_records`), drawn by the source's renderer after its training curves. `attnkit
+    report` writes it; so does a family's verb that writes a page (`Family.add_commands` hands it this,
+    `families.protocol.WritePage`: `explain --out X.html`)."""
+    from attnkit.sources import AttentionOptions, open_source
     from attnkit.sources.page import page_records
+    from attnkit.sources.store import MAX_CELLS
     from attnkit.viz.report import write_report
 
+    source = open_source(run, checkpoint, dtype)
+    curves = source.curves()  # a corrupt line: before any decoding
+    records = page_records(source, lines, options or AttentionOptions(checkpoint=checkpoint), max_cells or MAX_CELLS)
+    script, style = source.renderer()
+    return write_report(records, out, title=title or f"attnkit report: {source.name}", renderer=script, curves=curves, style=style)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
     lines = _lines(args)
     if args.long:
         return _long_report(args, lines[0])
     if args.rows or args.max_memory:
         raise AttnkitError("--rows and --max-memory go with --long")
-    source = open_source(args.run, args.checkpoint, args.dtype)
-    curves = source.curves()  # a corrupt line: before any decoding
-    records = page_records(source, lines, _options(args), args.max_cells)
-    script, style = source.renderer()
-    write_report(records, args.out, title=f"attnkit report: {source.name}", renderer=script, curves=curves, style=style)
+    write_page(args.run, lines, args.out, checkpoint=args.checkpoint, dtype=args.dtype, options=_options(args), max_cells=args.max_cells)
     print(f"wrote {args.out}")
     return 0
 

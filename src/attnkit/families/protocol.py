@@ -191,6 +191,15 @@ class Starter:
     example: str
 
 
+class WritePage(Protocol):
+    """The core's report page of a run's lines, as `attnkit report` writes it (the records of the one road,
+    `sources.record`, drawn by the run's renderer after its curves), handed to the family's verbs by
+    `Family.add_commands`: a family's verb that writes a page (`explain --out X.html`) calls it, since a
+    family may not import `attnkit.sources` and never writes a record itself."""
+
+    def __call__(self, run: str, lines: Sequence[str], out: str | Path, *, checkpoint: str = "best", title: str | None = None) -> Path: ...
+
+
 @dataclass(frozen=True)
 class Family:
     """Everything the core needs from one model family (see the module docstring).
@@ -207,7 +216,7 @@ class Family:
     vocabs_to_json: Callable[[Any, Path], dict]  # what run.json stores (tokenizer files copied into the folder)
     vocabs_from_json: Callable[[dict, Path], Any]  # its inverse (KeyError/TypeError/ValueError when malformed)
     build: Callable[[Any, Any], nn.Module]  # (run, vocabs) -> the model
-    commands: Callable[[argparse._SubParsersAction, Family], None]  # add the family's CLI verbs
+    commands: Callable[[argparse._SubParsersAction, Family, WritePage], None]  # add the family's CLI verbs
     evaluate_options: Callable[[argparse.ArgumentParser], list[str]]  # add `evaluate` options (add_once); their dests
     evaluate: Callable[[argparse.Namespace, Callable[[], Any]], dict]  # check the options, then load() and score
     # (loaded, lines, options) -> per line its `ExplainedInput` (viz.attention_view): the family's part of the one record
@@ -229,8 +238,8 @@ class Family:
     presets: Path | None = None  # its built-in configs (`attnkit train NAME`): NAME.yaml, and sweeps/NAME.yaml
     attention_kinds: tuple[AttentionKind, ...] = ()  # the kinds of its views, as its pages and plots name them
 
-    def add_commands(self, sub: argparse._SubParsersAction) -> None:
-        self.commands(sub, self)
+    def add_commands(self, sub: argparse._SubParsersAction, write_page: WritePage) -> None:
+        self.commands(sub, self, write_page)
 
     def add_evaluate_arguments(self, parser: argparse.ArgumentParser) -> list[str]:
         return self.evaluate_options(parser)

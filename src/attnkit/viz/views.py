@@ -6,13 +6,16 @@ its `top_k` keys in each head's colour, opacity by weight over the head's larges
 model view (every layer x head as a small map, each on its own colour scale). The hops view is the
 picture of Lin et al. (2017, Fig. 2) of a classifier's attention hops: the input's words written
 once per query row (per hop), each shaded by its weight over the row's largest, under a line of the
-rows' mean; the page's token strips show the same rows on hover.
+rows' mean; the page's token strips show the same rows on hover. It is the one drawing of that
+picture in a file: `attnkit explain --out X.png` draws one panel a sentence with it.
 """
 
 from __future__ import annotations
 
 import colorsys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -81,21 +84,40 @@ def plot_model_view(layers: np.ndarray, path: str | Path, title: str = "") -> Pa
     return save_figure(fig, path)
 
 
-def plot_hops_view(weights: np.ndarray, rows: list[str], cols: list[str], path: str | Path, title: str = "") -> Path:
-    """Write the hops view of one map (Tq, Tk): the key tokens, one line for the rows' mean, then one per query row."""
-    plt = pyplot()
-    lines = np.concatenate([weights.mean(0, keepdims=True), weights])  # (1 + Tq, Tk)
+class HopsMap(NamedTuple):
+    """One panel of the hops view: a map (Tq, Tk), its query rows, its key tokens and its title."""
+
+    weights: np.ndarray  # (Tq, Tk)
+    rows: list[str]
+    cols: list[str]
+    title: str = ""
+
+
+def _hops_panel(ax, m: HopsMap) -> None:
+    """Draw one map on `ax`: the key tokens, one line for the rows' mean, then one per query row."""
+    lines = np.concatenate([m.weights.mean(0, keepdims=True), m.weights])  # (1 + Tq, Tk)
     shade = lines / lines.max(axis=1, keepdims=True).clip(min=1e-12)  # (1 + Tq, Tk): each line on its own scale
-    cell = max(0.4, 0.085 * max(len(t) for t in cols) + 0.15)
-    fig, ax = plt.subplots(figsize=(min(cell * len(cols) + 1.5, 200.0), 0.3 * len(lines) + 1.0))
     ax.imshow(shade, cmap="Reds", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
     for i, line in enumerate(shade):
-        for j, token in enumerate(cols):
+        for j, token in enumerate(m.cols):
             ax.text(j, i, token, ha="center", va="center", fontsize=8, color="white" if line[j] > 0.55 else "black")
     ax.set_xticks([])
-    ax.set_yticks(range(len(lines)), ["mean", *rows], fontsize=8)
+    ax.set_yticks(range(len(lines)), ["mean", *m.rows], fontsize=8)
     ax.axhline(0.5, color="black", linewidth=0.8)
-    ax.set_title(title or "hops view", fontsize=9, loc="left")
+    ax.set_title(m.title or "hops view", fontsize=9, loc="left")
+
+
+def plot_hops_view(maps: Sequence[HopsMap], path: str | Path) -> Path:
+    """Write the hops view of each map, one panel under another (`attnkit plot --view hops`: one; `attnkit
+    explain --out X.png`: one a sentence)."""
+    plt = pyplot()
+    heights = [1 + len(m.rows) for m in maps]
+    cell = max(0.4, 0.085 * max(len(t) for m in maps for t in m.cols) + 0.15)
+    width = min(cell * max(len(m.cols) for m in maps) + 1.5, 200.0)
+    fig, axes = plt.subplots(len(maps), 1, figsize=(width, 0.3 * sum(heights) + 0.7 * len(maps) + 0.3), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})  # fmt: skip
+    for ax, m in zip(axes[:, 0], maps):
+        _hops_panel(ax, m)
     fig.tight_layout()
     return save_figure(fig, path)
 
@@ -119,5 +141,5 @@ def plot_view(view: str, layers: np.ndarray, rows: list[str], cols: list[str], p
     weights = layers[l - 1].mean(0) if head is None else layers[l - 1, head - 1]  # (Tq, Tk)
     which = "mean over heads" if head is None else f"head {head}"
     if view == "hops":
-        return plot_hops_view(weights, rows, cols, path, f"{title}, layer {l}, {which}" if H > 1 else title)
+        return plot_hops_view([HopsMap(weights, rows, cols, f"{title}, layer {l}, {which}" if H > 1 else title)], path)
     return plot_attention(weights, cols, rows, path, f"{title}, layer {l}, {which}", xlabel="keys", ylabel="queries")

@@ -1,21 +1,56 @@
-"""The explain page: words shaded by attention summed over hops and per hop, escaped, offline."""
+"""`attnkit explain`: its PNG is drawn by `viz.views.plot_hops_view` alone (one panel a sentence, the record's
+hops), its HTML is the report page of the one road (the family's renderer over `maps.hops`)."""
 
-from attnkit.families.classification.explain import hop_sums, render_html, write_png
+from __future__ import annotations
+
+import json
+import re
+
+import matplotlib.figure
+import numpy as np
+
+from attnkit.cli import main
+from attnkit.families.classification.explain import hops_map
+from attnkit.families.classification.explore import note
 from attnkit.families.classification.infer import ClassifyResult
+from attnkit.viz import views
 
 RESULT = ClassifyResult("pos", {"neg": 0.25, "pos": 0.75}, ["a", "<b>", "c"], [[0.5, 0.5, 0.0], [0.0, 0.9, 0.1]])
+DATA = re.compile(r'<script type="application/json" id="attention-data">(.*?)</script>', re.S)
 
 
-def test_summed_and_per_hop_shading_relative_to_the_row_maximum():
-    assert hop_sums(RESULT.attention) == [0.5, 1.4, 0.1]
-    page = render_html([RESULT], title="t & t")
-    # Sum row: 0.5 / 1.4, 1.4 / 1.4, 0.1 / 1.4; hop 2: 0, 0.9 / 0.9, 0.1 / 0.9.
-    for alpha, word in (("0.357", "a"), ("1.000", "&lt;b&gt;"), ("0.071", "c"), ("0.111", "c")):
-        assert f'rgba(220, 40, 40, {alpha})" title' in page and f">{word}</span>" in page
-    assert "<title>t &amp; t</title>" in page and "pos</span> <span class='probs'>(neg 0.250, pos 0.750)" in page
-    assert page.count("<b>hop ") == 2 and "<script" not in page and "http" not in page
+def test_a_panel_is_the_hops_with_their_labels_and_the_class():
+    m = hops_map(RESULT)
+    np.testing.assert_array_equal(m.weights, np.float32(RESULT.attention))  # (R, n) as the model gave it
+    assert m.rows == ["hop 1", "hop 2"] and m.cols == ["a", "<b>", "c"] and m.title == note(RESULT) == "pos, p = 0.750 (neg 0.250)"
 
 
-def test_png(tmp_path):
-    write_png(tmp_path / "e.png", [RESULT, RESULT])
-    assert (tmp_path / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+def test_the_png_is_drawn_by_plot_hops_view_alone(tiny_sase_run, tmp_path, monkeypatch):
+    """Every figure `explain` saves is saved inside `plot_hops_view`: a second drawing of the hops fails here."""
+    inside, saved, real_plot, real_save = [], [], views.plot_hops_view, matplotlib.figure.Figure.savefig
+
+    def plot(maps, path):
+        inside.append(maps)
+        return real_plot(maps, path)
+
+    def savefig(fig, *args, **kwargs):
+        saved.append((len(inside), len(fig.axes)))
+        return real_save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(views, "plot_hops_view", plot)
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    png = tmp_path / "e.png"
+    assert main(["explain", str(tiny_sase_run), "t1 t2 t3", "t4 t2", "--out", str(png)]) == 0
+    assert saved == [(1, 2)]  # one figure, saved by the one call of plot_hops_view, a panel a sentence
+    assert [m.cols for m in inside[0]] == [["t1", "t2", "t3"], ["t4", "t2"]] and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_html_is_the_report_page(tiny_sase_run, tmp_path):
+    explained, report = tmp_path / "e.html", tmp_path / "r.html"
+    assert main(["explain", str(tiny_sase_run), "t1 t2 t3", "--out", str(explained)]) == 0
+    assert main(["report", str(tiny_sase_run), "t1 t2 t3", "--out", str(report)]) == 0
+    page, other = explained.read_text(encoding="utf-8"), report.read_text(encoding="utf-8")
+    assert DATA.findall(page) == DATA.findall(other) and "<title>attnkit explain: " in page
+    (record,) = json.loads(DATA.findall(page)[0])
+    assert record["maps"]["hops"]["rows"] == ["hop 1", "hop 2"] and record["maps"]["hops"]["cols"] == ["t1", "t2", "t3"]
+    assert "function renderHops" in page  # drawn by the family's renderer, classify-view.js

@@ -17,11 +17,11 @@ from attnkit.families.captioning.figure import attention_strip
 from attnkit.families.captioning.images import open_image, resize_for_encoder
 from attnkit.families.captioning.infer import caption_images
 from attnkit.families.captioning.scores import FEATURE, coco_scores
-from attnkit.families.protocol import add_once
+from attnkit.families.protocol import WritePage, add_once
 from attnkit.progress import counter
 
 
-def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
+def add_commands(sub: argparse._SubParsersAction, family: object, write_page: WritePage) -> None:
     p = sub.add_parser("caption", help="captions of images (Show, Attend and Tell runs)",
                        description="Caption images with a show_attend_tell run; --out FILE.png draws where each word looked.",
                        epilog=example("attnkit caption runs/caption-shapes data/shapes/images_valid/valid00000.png --out where.png"))  # fmt: skip

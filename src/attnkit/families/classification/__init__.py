@@ -2,7 +2,7 @@
 
 Everything it needs is in this package: the config sections (`config`), the readers of SST, SNLI
 and labelled files (`data`, `corpus`), the codec (`codec`), the model and its builder (`model`),
-the training task (`task`), inference (`infer`), the explain page (`explain`), the explorer's
+the training task (`task`), inference (`infer`), the explain verb's picture (`explain`), the explorer's
 views of the hops and the score attributions explain (`explore`), the CLI verbs (`commands`) and the
 API (`api`). docs/architecture.md walks through it as the example of a family. `FAMILY` is what
 `attnkit.families` lists.

@@ -11,9 +11,9 @@ from pathlib import Path
 from attnkit.artifacts.runs import LoadedRun, load_run
 from attnkit.config.args import add_checkpoint, add_text, example, positive_int, read_texts
 from attnkit.errors import AttnkitError
-from attnkit.families.classification.explain import write_html, write_png
+from attnkit.families.classification.explain import write_png
 from attnkit.families.classification.infer import classify_texts, embed_texts, evaluate_labelled
-from attnkit.families.protocol import add_once
+from attnkit.families.protocol import WritePage, add_once
 from attnkit.io import atomic_path
 
 VERBS = {
@@ -23,7 +23,7 @@ VERBS = {
 }
 
 
-def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
+def add_commands(sub: argparse._SubParsersAction, family: object, write_page: WritePage) -> None:
     for name, (help, eg) in VERBS.items():
         p = sub.add_parser(
             name,
@@ -35,8 +35,13 @@ def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
         add_text(p, "sentences (premise<TAB>hypothesis for pair models)")
         if name == "explain":
             p.add_argument(
-                "--out", action="append", required=True, metavar="FILE", help="OUT.html: a self-contained HTML page; OUT.png: a PNG image (repeat for both)"
+                "--out",
+                action="append",
+                required=True,
+                metavar="FILE",
+                help="OUT.html: the report page (as attnkit report); OUT.png: a PNG image (repeat for both)",
             )
+            p.set_defaults(write_page=write_page)
         if name == "embed":
             p.add_argument("--out", required=True, metavar="X.npy", help="output .npy file (N rows)")
             p.add_argument("--mean-hops", action="store_true", help="the mean over the r hops (N x 2u) instead of flattened M")
@@ -83,6 +88,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    """The PNG of the hops (`explain.write_png`) and the report page (`args.write_page`, the core's), by suffix."""
     if not args.text and not args.input:
         raise AttnkitError("give a sentence (or several) or --input FILE")
     for out in args.out:
@@ -97,7 +103,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if Path(out).suffix.lower() == ".png":
             write_png(out, results)
         else:
-            write_html(out, results, title=f"attnkit explain: {args.run}")
+            args.write_page(args.run, texts, out, checkpoint=args.checkpoint, title=f"attnkit explain: {args.run}")
     print(f"wrote {' and '.join(args.out)}")
     return 0
 

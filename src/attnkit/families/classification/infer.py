@@ -2,7 +2,7 @@
 
 `classify_texts` returns, per text, the label, the class probabilities, the words the model saw and
 the attention A (hops x words) of the self-attentive model (Lin et al. 2017), which
-`attnkit.families.classification.explain` draws. `embed_texts` returns the sentence embeddings M (flattened, or the mean
+`attnkit explain` draws (`families.classification.explain`). `embed_texts` returns the sentence embeddings M (flattened, or the mean
 over hops). `evaluate_labelled` scores a labelled file: accuracy, macro-F1 and the confusion matrix.
 For a sentence-pair model (SNLI) a text is ``premise<TAB>hypothesis``; tokens and attention are the
 premise's (and `tokens2`, `attention2` the hypothesis's).

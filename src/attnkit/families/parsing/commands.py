@@ -19,11 +19,11 @@ from attnkit.families.parsing.evalb import score, score_files
 from attnkit.families.parsing.evalb_params import COLLINS, read_params
 from attnkit.families.parsing.infer import tag_accuracy
 from attnkit.families.parsing.trees import Tree, preprocess_treebank, read_treebank, split_sample, split_wsj
-from attnkit.families.protocol import add_once
+from attnkit.families.protocol import WritePage, add_once
 from attnkit.progress import counter
 
 
-def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
+def add_commands(sub: argparse._SubParsersAction, family: object, write_page: WritePage) -> None:
     p = sub.add_parser("parse", help="constituency trees of sentences (parsing runs)",
                        description="Parse sentences (one a line, tokenised PTB-style; --raw to tokenise) into one bracketed tree a line.",
                        epilog=example('attnkit parse runs/parse-ptb "The cat sat on the mat ."'))  # fmt: skip

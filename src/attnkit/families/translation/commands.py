@@ -11,7 +11,7 @@ from pathlib import Path
 from attnkit.artifacts.runs import LoadedRun, load_run
 from attnkit.config.args import add_checkpoint, add_dtype, add_text, example, non_negative_float, positive_int, read_texts
 from attnkit.errors import AttnkitError
-from attnkit.families.protocol import ATTNKIT, add_once, check_engine, engine_names, load_engine_run
+from attnkit.families.protocol import ATTNKIT, WritePage, add_once, check_engine, engine_names, load_engine_run
 from attnkit.families.translation.evaluate import evaluate_run
 from attnkit.families.translation.export import ctranslate2_model, onnx_graphs
 from attnkit.families.translation.export.bundle import require_engine, write_bundle
@@ -30,7 +30,7 @@ def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
     add_once(parser, "--alpha", type=non_negative_float, help="length penalty alpha (default: the run's decode.alpha)")
 
 
-def add_commands(sub: argparse._SubParsersAction, family: object) -> None:
+def add_commands(sub: argparse._SubParsersAction, family: object, write_page: WritePage) -> None:
     p = sub.add_parser(
         "translate",
         help="translate text with a trained run (or a Hugging Face MarianMT model after `attnkit import hf`)",
