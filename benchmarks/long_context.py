@@ -1,6 +1,6 @@
-"""Attention at length, side by side: attnkit's long road against the eager road and `output_attentions`.
+"""Attention at length, side by side: attnkit's long road against the eager road, `output_attentions` and inseq.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/long_context.py [--lengths 2048 8192 32768] [--out FILE.jsonl]
+    PYTHONPATH=src .venv/bin/python benchmarks/long_context.py [--lengths 2048 8192 32768] [--ways ...] [--cache ~/.cache/attnkit-vs] [--out FILE.jsonl]
 
 (--out appends: remove benchmarks/results/long_context.jsonl first to regenerate it.)
 
@@ -17,7 +17,13 @@ getrusage's ru_maxrss, its seconds and the bytes it wrote:
   pooled maps with and without the sink, the last token's exact rows and rollout row, into an npz,
   with its own estimate of memory and disk (`sources.hf.long.budget`) beside the measurement;
 - `eager`: attnkit's eager road (every layer's (H, N, N) map streamed into an npz, `sources.hf.collect`);
-- `output_attentions`: transformers' eager `output_attentions=True`, every layer at once, as numpy.
+- `output_attentions`: transformers' eager `output_attentions=True`, every layer at once, as numpy;
+- `inseq`: inseq 0.7.1's `attention` method on the next token, as its users run it, in its own environment
+  (transformers 4, made by `vs_tools.inseq_env` under --cache on first use), by
+  `vs_tools_envs/inseq_long.py` (same config, seed and ids: it stops unless its state dict's hash is the
+  other ways' and inseq read the ids given, `same_ids`); the mmap threshold held through glibc's
+  MALLOC_MMAP_THRESHOLD_; it writes nothing. Its estimate is `output_attentions`' with every layer's map
+  kept three times at once (`INSEQ_COPIES`: the model's tuple, inseq's stack of it and its clone).
 
 Each line holds the guard's estimate beside the peak (`estimate_over_peak`), the CPU and the date. A
 way whose estimate is over half of the memory available is not run: its line holds the estimate.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -36,13 +43,35 @@ import tempfile
 import time
 from pathlib import Path
 
-WAYS = ("sdpa", "long", "eager", "output_attentions")
+WAYS = ("sdpa", "long", "eager", "output_attentions", "inseq")
+HERE = Path(__file__).resolve().parent
+# inseq 0.7.1 holds every layer's map three times at once: `output.attentions`, `torch.stack(output.attentions, dim=1)`
+# (models/huggingface_model.py) and its `.to("cpu").clone()` (attr/feat/internals_attribution.py)
+INSEQ_COPIES = 3
 CONFIG = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 256,
           "vocab_size": 512, "bos_token_id": 1, "eos_token_id": 2}  # fmt: skip
 
 
 def _mib(size: float) -> float:
     return round(size / 2**20, 1)
+
+
+def token_ids(n: int):
+    """The n random token ids every way reads: (1, N), seed 0, above the special ids."""
+    import torch
+
+    return torch.randint(3, CONFIG["vocab_size"], (1, n), generator=torch.Generator().manual_seed(0))  # (1, N)
+
+
+def weights_hash(model) -> str:
+    """sha256 of a model's state dict (names in order, then each tensor's bytes): the same weights in two environments."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _model(n: int, implementation: str):
@@ -64,7 +93,7 @@ def _run(way: str, n: int, folder: Path) -> dict:
     from attnkit.sources.hf.long.options import LongOptions
     from attnkit.sources.npz import npz_writer
 
-    ids = torch.randint(3, CONFIG["vocab_size"], (1, n), generator=torch.Generator().manual_seed(0))  # (1, N)
+    ids = token_ids(n)  # (1, N)
     out = folder / "a.npz"
     register()
     model = _model(n, {"sdpa": "sdpa", "long": IMPLEMENTATION}.get(way, "eager"))
@@ -123,15 +152,34 @@ def estimate(way: str, n: int) -> dict:
         return {"memory_mib": _mib(forward_bytes(shape, n)), "disk_mib": 0.0}
     if way == "eager":
         return {"memory_mib": _mib(eager_bytes(shape, n)), "disk_mib": _mib(maps)}
-    return {"memory_mib": _mib(eager_bytes(shape, n) + maps), "disk_mib": 0.0}
+    copies = INSEQ_COPIES if way == "inseq" else 1
+    return {"memory_mib": _mib(eager_bytes(shape, n) + copies * maps), "disk_mib": 0.0}
+
+
+def measure(way: str, n: int, cache: Path) -> dict:
+    """Run `way` at n tokens in a fresh process (inseq's: in its own environment) and return its line."""
+    if way != "inseq":
+        done = subprocess.run([sys.executable, __file__, "--child", way, "--lengths", str(n)], check=True, stdout=subprocess.PIPE, text=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    from attnkit.sources.hf.long.budget import MMAP_THRESHOLD
+    from vs_tools import inseq_env
+
+    cmd = [str(inseq_env(cache)), str(HERE / "vs_tools_envs" / "inseq_long.py"), str(n)]
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}  # as release_freed_memory holds it
+    done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=env)
+    line = json.loads(done.stdout.strip().splitlines()[-1])
+    if line.pop("weights") != weights_hash(_model(256, "sdpa")) or not line["same_ids"]:
+        raise SystemExit(f"inseq's run at {n} tokens did not read the model or the ids the other ways read: {line}")
+    return line
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 32768])
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "attnkit-vs", help="where inseq's environment is (made on first use)")
     parser.add_argument("--out", type=Path, help="also append the lines to this .jsonl file")
-    parser.add_argument("--child", choices=WAYS, help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=WAYS[:-1], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.lengths[0])))
@@ -150,9 +198,7 @@ def main() -> None:
             if est["memory_mib"] * 2**20 > limit:
                 lines[way] = {"tokens": n, "way": way, "measured": False, "estimate": est, **where}
             else:
-                cmd = [sys.executable, __file__, "--child", way, "--lengths", str(n)]
-                done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-                line = json.loads(done.stdout.strip().splitlines()[-1])
+                line = measure(way, n, args.cache)
                 ratio = round(est["memory_mib"] / line["peak_mib"], 2)
                 lines[way] = {**line, "estimate": est, "estimate_over_peak": ratio, "threads": torch.get_num_threads(), **where}
         if "long" in lines and "sdpa" in lines and lines["long"]["measured"] and lines["sdpa"]["measured"]:
