@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 DEMO_MINUTES ?= 6
+TEST_WORKERS ?= 2
 PY := $(VENV)/bin/python
 
 .PHONY: demo test lint install docs jemalloc chromium wheel-check clean
@@ -60,8 +61,15 @@ chromium:
 demo: $(VENV)/.runtime jemalloc
 	$(PY) -m attnkit demo --minutes $(DEMO_MINUTES)
 
-test: install lint jemalloc chromium wheel-check
-	$(PY) -m pytest
+# pytest on TEST_WORKERS pytest-xdist workers, a test module whole on one worker (tests/conftest.py), and the wheel
+# check beside it (it waits on pip, the build and its subprocesses more than on the CPU); `pytest -n 0` runs serially.
+test: install lint jemalloc chromium
+	@$(PY) scripts/check_wheel.py & wheel=$$!; \
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder; tests=$$?; \
+		wait $$wheel; wheel=$$?; \
+		[ $$tests = 0 ] || echo "make test: pytest failed (exit code $$tests)"; \
+		[ $$wheel = 0 ] || echo "make test: scripts/check_wheel.py failed (exit code $$wheel)"; \
+		[ $$tests = 0 ] && [ $$wheel = 0 ]
 
 # The wheel and the sdist outside the repository (scripts/check_wheel.py): built, `twine check`ed, every package
 # file in them, each installed --no-deps in a venv of its own over the installed dependencies, and the wheel's

@@ -47,6 +47,38 @@ choose_gemm_backend()
 MULTI30K = Path(os.environ.get("ATTNKIT_MULTI30K", Path(__file__).resolve().parents[2] / "shared/data/multi30k"))
 
 
+# `make test` runs pytest on 2 pytest-xdist workers with `--dist loadscope`: a test module runs whole on one worker, so
+# that its module-scoped fixtures (a toy-reverse training, the deployment runs) are built once. Modules that share an
+# expensive session fixture are one scope here, so that one worker builds it (docs/conventions.md, Tests).
+SHARED_SCOPES = {
+    "tests/families/captioning/test_shapes.py": "shapes_run",  # the captioner trained on shapes (captioning/conftest.py)
+    "tests/families/captioning/test_caption_api.py": "shapes_run",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return SHARED_SCOPES.get(module, module)
+
+    return ModuleScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker, the modules that hold a slow test first (each module's tests stay together, in order), so
+    that the long ones start early and the workers end together; a serial run keeps the usual order."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow)
+
+
 @pytest.fixture(autouse=True)
 def _torch_threads_as_they_were():
     """Every test leaves torch's thread count as it found it: results of later tests depend on it (summation
