@@ -95,7 +95,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     from attnkit.train.distributed import process_group
 
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
-                        text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
+                        text_column=args.text_column, text2_column=args.text2_column, removal=args.removal)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
     # gloo carries the ranks' records to rank 0, which may wait there for a resumed rank's remaining work: a week, not 30 min
     with interruptible(), process_group(torch.device("cpu"), datetime.timedelta(days=7)) as world, counter(0, "faithfulness", unit="text") as bar:
@@ -131,6 +131,7 @@ def _data_set(args: argparse.Namespace) -> Path:
 
 def add_faithfulness(sub: argparse._SubParsersAction) -> None:
     from attnkit.sources.faithfulness import METHODS
+    from attnkit.sources.scored import REMOVALS
 
     p = sub.add_parser(
         "faithfulness",
@@ -149,6 +150,8 @@ def add_faithfulness(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-column", default="text", help="the text's column in TSV/CSV/JSONL (default: text)")
     p.add_argument("--text2-column", help="the second text's column, for sentence pairs")
     p.add_argument("--truncate", action="store_true", help="Hugging Face models: cut a text longer than the model's positions")
+    p.add_argument("--removal", choices=REMOVALS, help="how a token is taken away: delete it, mask it (<unk>, [MASK]) or pad it "
+                   "(zero embedding, or the pad token outside the attention mask); default: pad for a run, mask for a Hugging Face model")  # fmt: skip
     add_checkpoint(p)
     p.set_defaults(func=cmd_faithfulness)
 
