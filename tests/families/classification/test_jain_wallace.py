@@ -40,9 +40,10 @@ def test_the_three_measures_by_hand(loaded):
     with torch.no_grad():
         a, p, e = by_hand(model, ids)
         wc = model.classifier[-1].weight.double()  # (C, E)
-        # d p_c / d m = p_c (W_c - sum_k p_k W_k); with A detached, d p_c / d e_t = a_t d p_c / d m
-        dp_dm = p[:, None] * (wc - p @ wc)  # (C, E)
-        xxe = (a[None, :] * (dp_dm @ e.T)).abs().sum(0)  # (n,)
+        # d p_c / d m = p_c (W_c - sum_k p_k W_k), c the predicted class; with A detached, d p_c / d e_t = a_t d p_c / d m
+        c = int(p.argmax())
+        dp_dm = p[c] * (wc[c] - p @ wc)  # (E,)
+        xxe = (a * (e @ dp_dm)).abs()  # (n,)
         loo = []
         for t in range(len(ids)):  # deleted: the attention renormalised over the other words
             a2, p2, _ = by_hand(model, ids[:t] + ids[t + 1 :])

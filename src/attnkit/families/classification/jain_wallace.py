@@ -5,15 +5,16 @@ Two named definitions (`DEFINITIONS`):
 
 - ``jw-code`` (`jw_code_scores`, `jw_code_taus`), their code's:
   * attention: the model's weights over the (premise's) words;
-  * gradient (`XxE[X]`, `Binary_Classification.gradient_mem` and `PlottingBC.process_grads`): per class c,
-    g_c = d p(c) / d e_t with the attention weights detached (`batch_data.detach`: the gradient reaches the
-    words through the states H only), the word's score |sum_d g_c,d e_t,d| summed over the classes, normalised
-    to sum 1. Their binary models have one sigmoid output; with two softmax classes d p(0) = -d p(1), so the
-    ranking is theirs;
+  * gradient (`XxE[X]`: `gradient_mem` and `process_grads` of `Binary_Classification`/`PlottingBC` and of
+    `Question_Answering`/`PlottingQA`, SNLI's): g = d p(c) / d e_t for the predicted class c, with the attention
+    weights detached (`batch_data.detach`: the gradient reaches the words through the states H only), the word's
+    score |sum_d g_d e_t,d|, normalised to sum 1. Their binary models have one sigmoid output and take its
+    gradient; with two softmax classes d p(0) = -d p(1), so the scores are theirs whichever class is predicted;
   * leave-one-out (`remove_and_run`, `PlottingBC.plot_correlation_between_grad_and_loo`): the word removed
     (`removal="delete"`, theirs: cut out of the sequence, the text one word shorter; `"mask"`: replaced by
     `<unk>`; `"pad"`: replaced by `<pad>`, whose embedding is zero, in place), scored by the mean over the
-    classes of |p(c | x without it) - p(c | x)|;
+    classes of |p(c | x without it) - p(c | x)| (the binary code's |change| of its one output; SNLI's code sums
+    over the three classes, three times the mean, the same ranking);
   * Kendall's tau-b (scipy's `kendalltau`) per text over the words (their [1:L-1]: the words without <SOS> and
     <EOS>, which attnkit's model does not have). Their table's rows are labelled `ag`, `al`, `gl`, but their
     code puts tau(leave-one-out, attention) under `ag` and tau(attention, gradient) under `al`
@@ -95,11 +96,11 @@ def jw_code_scores(loaded: LoadedRun, text: str, removal: str = "delete") -> Tex
     try:
         with torch.enable_grad(), torch.backends.cudnn.flags(enabled=False):
             p = model(*inputs).logits[0].double().softmax(-1)  # (C,)
-            grads = [torch.autograd.grad(p[c], seen["e"], retain_graph=True)[0] for c in range(p.numel())]  # (1, S, E) each
+            grad = torch.autograd.grad(p.max(), seen["e"])[0]  # (1, S, E): the predicted class's
     finally:
         for handle in handles:
             handle.remove()
-    xxe = torch.stack([(g * seen["e"].detach()).sum(-1)[0] for g in grads]).abs().sum(0).double()  # (S,)
+    xxe = (grad * seen["e"].detach()).sum(-1)[0].abs().double()  # (S,)
     gradient = xxe / xxe.sum()
     attention = seen["a"][0].mean(0).double()  # (S,): one hop, or the hops' mean
     if inputs[0].size(1) < 2 and removal == "delete":
