@@ -138,7 +138,7 @@ def permutation_tvd(loaded, text: str, permutations: int, seed: int) -> tuple[fl
         if seen:  # a pair's hypothesis keeps its own attention
             return None
         seen.append(True)
-        h, (_, weights) = args[0], output  # (N, S, 2u), (N, R, S)
+        h, (_, weights) = args[2] if len(args) > 2 else args[0], output  # (N, S, 2u): additive attention's values or H; (N, R, S)
         shuffled = weights.gather(-1, perms.unsqueeze(1).expand_as(weights))  # (N, R, S)
         return torch.einsum("brs,bsd->brd", shuffled, h), shuffled
 

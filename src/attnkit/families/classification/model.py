@@ -80,6 +80,17 @@ class SentenceOutput:
     encoder: list[Tensor] = field(default_factory=list)
 
 
+def check_options(encoder: str, pooling: str, pair: str, r: int) -> None:
+    """ValueError for an encoder, pooling or pair mode the classifier does not have, or one that needs another."""
+    for name, value, kind in (("encoder", encoder, Encoder), ("pooling", pooling, Pooling), ("pair", pair, Pair)):
+        if value not in get_args(kind):
+            raise ValueError(f"{name} must be one of {', '.join(get_args(kind))}, not {value!r}")
+    if pooling == "last" and encoder != "bilstm":
+        raise ValueError("pooling='last' takes the bi-LSTM's final states and needs encoder='bilstm'")
+    if pair == "attend" and (encoder, pooling, r) != ("bilstm", "attention", 1):
+        raise ValueError("pair='attend' is one attention over a bi-LSTM's states: encoder='bilstm', pooling='attention', r=1")
+
+
 class SelfAttentiveClassifier(nn.Module):
     """Word embedding -> bi-LSTM -> r-hop structured self-attention -> MLP (module docstring).
 
@@ -132,13 +143,7 @@ class SelfAttentiveClassifier(nn.Module):
         encoder_dropout: float = 0.1,
     ) -> None:
         super().__init__()
-        for name, value, kind in (("encoder", encoder, Encoder), ("pooling", pooling, Pooling), ("pair", pair, Pair)):
-            if value not in get_args(kind):
-                raise ValueError(f"{name} must be one of {', '.join(get_args(kind))}, not {value!r}")
-        if pooling == "last" and encoder != "bilstm":
-            raise ValueError("pooling='last' takes the bi-LSTM's final states and needs encoder='bilstm'")
-        if pair == "attend" and (encoder, pooling, r) != ("bilstm", "attention", 1):
-            raise ValueError("pair='attend' is one attention over a bi-LSTM's states: encoder='bilstm', pooling='attention', r=1")
+        check_options(encoder, pooling, pair, r)
         self.pooling, self.pair = pooling, pair
         self.word_dropout, self.unk_id = word_dropout, unk_id
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
