@@ -16,6 +16,9 @@ that mean (the texts resampled, each text's tau averaged over the runs). Beside 
 `jain_wallace.THEIR_ROWS`) and whether ours is within 0.03 of it or within the runs' spread.
 
 Writes FILE (JSON, with the command, the CPU as `attnkit doctor` names it, and the date) and prints it as one line.
+With `--keep DIR`, each run's figures and per-text taus are kept in DIR (named by the run, the removal, the task
+and the limit) and read back by a later call: the runs can be measured by one call each, at once, and then put
+together by one more.
 """
 
 from __future__ import annotations
@@ -106,6 +109,18 @@ def measure_run(run: str, args: argparse.Namespace) -> tuple[dict, dict[str, dic
     return figures, taus
 
 
+def measured_run(run: str, args: argparse.Namespace) -> tuple[dict, dict[str, dict[str, list[float]]]]:
+    """`measure_run`, or what an earlier call kept of it (module docstring)."""
+    if args.keep is None:
+        return measure_run(run, args)
+    kept = Path(args.keep) / f"{Path(run).resolve().as_posix().replace('/', '_')}-{args.removal}-{args.their}-{args.limit}.json"
+    if not kept.is_file():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(kept, json.dumps(measure_run(run, args)))
+    figures, taus = json.loads(kept.read_text(encoding="utf-8"))
+    return figures, taus
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("runs", nargs="+", help="the runs, one seed each")
@@ -115,9 +130,10 @@ def main() -> None:
     p.add_argument("--limit", type=int, help="the first N kept texts")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--keep", help="a folder to keep each run's figures in, and to read them back from (module docstring)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    measured = [measure_run(run, args) for run in args.runs]
+    measured = [measured_run(run, args) for run in args.runs]
     runs = [m[0] for m in measured]
     result = {
         "paper": "Jain & Wallace 2019, Table 2 (their released CorrStats_kendalltau)", "command": shlex.join(["benchmarks/jw_number_for_number.py", *sys.argv[1:]]),

@@ -42,9 +42,13 @@ def test_the_file_on_two_runs(tmp_path, tiny_sase_maker, monkeypatch, capsys):
     dev = [LabelledText("t1 t2 t3 t4 t5 t6", "pos"), LabelledText("t4 t5 t6 t7 t8 t9 t0", "neg"), LabelledText("t1 t2 t3 t4 t5 t6 t7 t8", "pos")]
     monkeypatch.setattr(bench, "classify_splits", lambda data: ([], dev))
     out = tmp_path / "jw.json"
-    monkeypatch.setattr(sys, "argv", ["jw", *runs, "--out", str(out), "--resamples", "200"])
+    monkeypatch.setattr(sys, "argv", ["jw", *runs, "--out", str(out), "--resamples", "200", "--keep", str(tmp_path / "keep")])
     bench.main()
     doc = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(bench, "measure_run", lambda run, args: pytest.fail("measured again"))  # the kept figures are read back
+    bench.main()
+    again = json.loads(capsys.readouterr().out)
+    assert again["runs"] == doc["runs"] and again["over_runs"] == doc["over_runs"]
     assert doc == json.loads(out.read_text(encoding="utf-8")) and doc["cpu"] and doc["date"]
     assert [r["texts"] for r in doc["runs"]] == [2, 2]  # the longest dev text is left out
     assert set(doc["over_runs"]) == {"jw-code", "attnkit"}
