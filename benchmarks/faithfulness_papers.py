@@ -13,9 +13,10 @@ file the run trained on, `data.dev_fraction`) or DEV, read by the run's family (
   through the one-hot input), attention and leave-one-out (|p(y|x) - p(y|x without the word)|, where
   they take the total variation of the whole output distribution), gradients and leave-one-out,
   mean ± std over the dev texts, and per predicted class;
-- the same three taus with their released code's definitions (`kendall_tau_jw_code`, `jw_code_scores`): the
-  gradient with the attention detached, |x . grad p| summed over the classes, and leave-one-out by deleting
-  the word, the mean |change| of the class probabilities;
+- the same three taus with their released code's definitions (`kendall_tau_jw_code`,
+  `families.classification.jain_wallace.jw_code_scores`): the gradient with the attention detached,
+  |x . grad p| summed over the classes, and leave-one-out by deleting the word, the mean |change| of the
+  class probabilities (benchmarks/jw_number_for_number.py: over seeds, beside their released values);
 - their Section 4.2 permutation experiment: the attention weights over the (premise's) words
   permuted `--permutations` times, the median total variation distance between the output
   distributions, per text; its mean and median over the texts, by the text's largest attention weight;
@@ -49,6 +50,7 @@ from pathlib import Path
 import torch
 
 from attnkit.analysis.correlation import kendall_tau
+from attnkit.families.classification.jain_wallace import jw_code_scores
 from attnkit.io import atomic_write_text
 from attnkit.precision import cpu_model
 from attnkit.sources import open_source
@@ -136,7 +138,7 @@ def permutation_tvd(loaded, text: str, permutations: int, seed: int) -> tuple[fl
         if seen:  # a pair's hypothesis keeps its own attention
             return None
         seen.append(True)
-        h, (_, weights) = args[0], output  # (N, S, 2u), (N, R, S)
+        h, (_, weights) = args[2] if len(args) > 2 else args[0], output  # (N, S, 2u): additive attention's values or H; (N, R, S)
         shuffled = weights.gather(-1, perms.unsqueeze(1).expand_as(weights))  # (N, R, S)
         return torch.einsum("brs,bsd->brd", shuffled, h), shuffled
 
@@ -148,61 +150,6 @@ def permutation_tvd(loaded, text: str, permutations: int, seed: int) -> tuple[fl
         handle.remove()
     tvd = 0.5 * (q - p).abs().sum(-1)  # (N,)
     return float(tvd.median()), float(a.max())
-
-
-def jw_code_scores(loaded, text: str) -> tuple[list[float], list[float]]:
-    """(gradient, leave-one-out) of one text's (a pair's first text's) words, as Jain & Wallace's released code
-    computes them (successar/AttentionExplanation: model/Binary_Classification.py, Trainers/PlottingBC.py):
-
-    - the gradient, their `XxE[X]` (`gradient_mem`): per class c, g = d p(c) / d e with the attention weights
-      detached (`batch_data.detach = True`: the gradient reaches the words through the states H only, not
-      through the weights), the word's score sum_d g_d e_d; |.| summed over the classes and normalised to sum
-      1 (`process_grads`);
-    - leave-one-out (`remove_and_run`): the word deleted, the sequence one shorter (as they cut it out of `seq`,
-      where attnkit's `loo` zeroes its embedding in place), scored by the mean over the classes of
-      |p(c | x without it) - p(c | x)| (`plot_y_diff`).
-
-    Their binary classifiers have one sigmoid output; with two softmax classes |d p(0)| = |d p(1)| and
-    |p(0) - p'(0)| = |p(1) - p'(1)|, so both figures are theirs number for number. They ran the modules in
-    train mode (dropout on, if the model has any); this runs them in eval mode. A one-word text's deletion
-    leaves nothing to run: its leave-one-out is 0 (no ranking of one word is compared)."""
-    from attnkit.families.classification.infer import model_inputs
-
-    model = loaded.model
-    inputs = model_inputs(loaded, text)  # (tokens, keep[, tokens2, keep2]), each (1, S)
-    seen: dict[str, torch.Tensor] = {}
-
-    def embedded(module, args, output):  # the (first) text's embeddings, a leaf to take the gradient at
-        if "e" not in seen:
-            seen["e"] = output.detach().requires_grad_(True)  # (1, S, E)
-            return seen["e"]
-        return None
-
-    def detached(module, args, output):  # M = A H with A detached; a pair's hypothesis keeps its own
-        if "a" not in seen:
-            seen["a"] = weights = output[1].detach()  # (1, R, S)
-            return torch.einsum("brs,bsd->brd", weights, args[0]), weights
-        return None
-
-    handles = [model.embedding.register_forward_hook(embedded), model.attention.register_forward_hook(detached)]
-    try:
-        with torch.enable_grad():
-            p = model(*inputs).logits[0].double().softmax(-1)  # (C,)
-            grads = [torch.autograd.grad(p[c], seen["e"], retain_graph=True)[0] for c in range(p.numel())]  # (1, S, E) each
-    finally:
-        for handle in handles:
-            handle.remove()
-    xxe = torch.stack([(g * seen["e"].detach()).sum(-1)[0] for g in grads]).abs().sum(0).double()  # (S,)
-    gradient = xxe / xxe.sum()
-    n = inputs[0].size(1)
-    if n < 2:
-        return gradient.tolist(), [0.0]
-    cut = [torch.cat([t[:, :i], t[:, i + 1 :]], dim=1) for t in inputs[:2] for i in range(n)]  # 2n of (1, S - 1)
-    deleted = (torch.cat(cut[:n]), torch.cat(cut[n:]), *(t.expand(n, -1) for t in inputs[2:]))  # (S, S - 1) each, the pair's (S, S2)
-    with torch.no_grad():
-        q = model(*deleted).logits.double().softmax(-1)  # (S, C)
-        p = p.detach()
-    return gradient.tolist(), (q - p).abs().mean(-1).tolist()
 
 
 def accuracy(loaded, examples: list) -> float:
@@ -254,7 +201,7 @@ def jain_wallace(args: argparse.Namespace) -> dict:
     pairs = [(attention, "ixg"), (attention, "loo"), ("ixg", "loo")]
     by_label = {label: correlations([o for o in outs if o["label"] == label], pairs, {"ixg", "loo"}, tau) for label in sorted({o["label"] for o in outs})}
     texts = [e.text if e.text2 is None else f"{e.text}\t{e.text2}" for e in examples]
-    code = [dict(zip(("gradient", "loo"), jw_code_scores(loaded, text))) for text in texts]  # one output per text, in order
+    code = [{"gradient": s.gradient, "loo": s.loo} for s in (jw_code_scores(loaded, text) for text in texts)]  # one output per text, in order
     by_code = [{"tokens": o["tokens"], "scores": {attention: o["scores"][attention], **c}} for o, c in zip(outs, code)]
     tvds = [permutation_tvd(loaded, text, args.permutations, seed=i) for i, text in enumerate(texts)]
     bins = {}

@@ -57,6 +57,7 @@ MEANINGS: dict[str, tuple[str, ...]] = {
         "--limit",
     ),
     "what a page or picture shows": ("--metrics", "--methods"),
+    "how a faithfulness metric takes a token away (delete, mask, pad)": ("--removal",),
     "which heads a model needs (`heads`)": ("--importance", "--prune"),
     "the program": ("-h", "--help", "--version", "-v", "--verbose"),
 }

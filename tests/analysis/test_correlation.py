@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attnkit.analysis.correlation import kendall_tau
+from attnkit.analysis.correlation import bootstrap_ci, kendall_tau
 from attnkit.errors import AttnkitError
 
 
@@ -49,3 +49,20 @@ def test_equals_scipy_kendalltau_with_and_without_ties():
                 continue
             expected = stats.kendalltau(x.numpy(), y.numpy()).statistic  # variant "b" by default
             assert kendall_tau(x, y) == pytest.approx(expected, abs=1e-12), (n, ties)
+
+
+def test_bootstrap_of_a_mean_of_zeros_and_ones_is_the_binomials_quantiles():
+    """n values, k of them 1: a resample's mean is Binomial(n, k/n) / n, so the percentile interval is its quantiles."""
+    binom = pytest.importorskip("scipy.stats").binom
+    n, k = 50, 15
+    values = torch.tensor([1.0] * k + [0.0] * (n - k))
+    lo, hi = bootstrap_ci(values, resamples=20_000, seed=3)
+    assert lo == pytest.approx(binom.ppf(0.025, n, k / n) / n, abs=1.01 / n)  # within one step of the lattice
+    assert hi == pytest.approx(binom.ppf(0.975, n, k / n) / n, abs=1.01 / n)
+    assert bootstrap_ci(values, resamples=2_000, seed=3) == bootstrap_ci(values, resamples=2_000, seed=3)  # seeded
+    assert bootstrap_ci(torch.full((7,), 0.25), resamples=100) == pytest.approx((0.25, 0.25))
+
+
+def test_bootstrap_refuses_nothing_to_resample():
+    with pytest.raises(AttnkitError, match="at least one value"):
+        bootstrap_ci(torch.tensor([]))

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from attnkit.families.classification.infer import model_inputs
+from attnkit.families.classification.jain_wallace import jw_code_scores
 from attnkit.sources import open_source
 from benchmark_scripts import load_benchmark
 
@@ -116,7 +117,8 @@ def test_jain_wallaces_code_gradient_and_leave_one_out_by_hand(one_hop_runs):
     """Their `XxE[X]` with the attention detached, and their deletion leave-one-out, from the model's pieces."""
     loaded = open_source(str(one_hop_runs[0])).loaded
     model, text = loaded.model, "t1 t2 t3 t4 t5"
-    gradient, loo = bench.jw_code_scores(loaded, text)
+    scores = jw_code_scores(loaded, text)
+    gradient, loo = scores.gradient, scores.loo
     tokens, keep = model_inputs(loaded, text)
     e = model.embedding(tokens).detach().requires_grad_(True)  # (1, 5, E)
     h = model.lstm(e)[0]  # (1, 5, 2u)
@@ -132,4 +134,4 @@ def test_jain_wallaces_code_gradient_and_leave_one_out_by_hand(one_hop_runs):
             kept = [j for j in range(5) if j != i]
             q = model(tokens[:, kept], keep[:, kept]).logits[0].double().softmax(-1)  # (C,): the word deleted
             assert loo[i] == pytest.approx(float((q - p.detach()).abs().mean()), abs=1e-6)
-    assert bench.jw_code_scores(loaded, "t4")[1] == [0.0]
+    assert jw_code_scores(loaded, "t4").loo == [0.0]

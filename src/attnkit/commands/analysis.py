@@ -97,7 +97,7 @@ def cmd_faithfulness(args: argparse.Namespace) -> int:
     from attnkit.sources.faithfulness import EXAMPLES, METHODS, Settings, run_faithfulness
 
     settings = Settings(methods=tuple(m for m in METHODS if m in args.methods), seed=args.seed, truncate=args.truncate,
-                        text_column=args.text_column, text2_column=args.text2_column)  # fmt: skip
+                        text_column=args.text_column, text2_column=args.text2_column, removal=args.removal)  # fmt: skip
     loaded = open_source(args.source, args.checkpoint)
     loaded.check_scored()  # one line before any work (nothing written to --out) if the source has nothing to explain
     with interruptible(), ranks() as shard, counter(0, "faithfulness", unit="text") as bar:
@@ -127,6 +127,7 @@ def _data_set(args: argparse.Namespace) -> Path:
 
 def add_faithfulness(sub: argparse._SubParsersAction) -> None:
     from attnkit.sources.faithfulness import METHODS
+    from attnkit.sources.scored import REMOVALS
 
     p = sub.add_parser(
         "faithfulness",
@@ -145,6 +146,8 @@ def add_faithfulness(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-column", default="text", help="the text's column in TSV/CSV/JSONL (default: text)")
     p.add_argument("--text2-column", help="the second text's column, for sentence pairs")
     p.add_argument("--truncate", action="store_true", help="Hugging Face models: cut a text longer than the model's positions")
+    p.add_argument("--removal", choices=REMOVALS, help="how a token is taken away: delete it, mask it (<unk>, [MASK]) or pad it "
+                   "(zero embedding, or the pad token outside the attention mask); default: pad for a run, mask for a Hugging Face model")  # fmt: skip
     add_checkpoint(p)
     p.set_defaults(func=cmd_faithfulness)
 

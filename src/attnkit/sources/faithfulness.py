@@ -10,7 +10,8 @@ as AOPC, the deletion curve and its area). The methods (`METHODS`):
 - `rollout`, `flow`: the same row of attention rollout and attention flow (self-attention models);
 - `ixg`, `ig`: input x gradient and integrated gradients of the source's score, signed (a token
   that lowers the score ranks last: it is no evidence for the output);
-- `loo`: leave-one-out, p(y | x) - p(y | x without the token), removed as the metrics remove it;
+- `loo`: leave-one-out, p(y | x) - p(y | x without the token), removed as the metrics remove it
+  (`--removal`: delete, mask or pad; `sources.scored` says what each means for a run and a Hugging Face model);
 - `random`: a seeded random ranking, the floor.
 
 Resumable: `DIR/examples.jsonl` starts with a header (the model's, the data's and the settings'
@@ -59,11 +60,12 @@ class Settings:
     truncate: bool = False
     text_column: str = "text"
     text2_column: str | None = None
+    removal: str | None = None  # None: the source's default (`sources.source`); not in the header then, as before it was a setting
 
 
 def scored_outputs(source: Source, text: str, settings: Settings) -> list[ScoredOutput]:
     """The outputs of `text` through a source (`sources.source.open_source`) that the metrics explain."""
-    return source.scored_outputs(text, "flow" in settings.methods, settings.truncate)
+    return source.scored_outputs(text, "flow" in settings.methods, settings.truncate, settings.removal)
 
 
 def method_scores(e: ScoredOutput, methods: Sequence[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
@@ -116,11 +118,12 @@ def example_record(source: Source, index: int, text: str, settings: Settings) ->
 
 
 def header(source: Source, data: str | Path, settings: Settings) -> dict:
+    fields = {k: v for k, v in asdict(settings).items() if k != "removal" or v is not None}
     return {
         "attnkit_faithfulness": FORMAT,
         "model": model_fingerprint(source.files()),
         "data": data_fingerprint(data),
-        "settings": json.loads(json.dumps(asdict(settings))),
+        "settings": json.loads(json.dumps(fields)),
     }
 
 

@@ -9,20 +9,26 @@ attention`'s npz (`compared_rows`): that output's row of each layer's head mean 
 `rollout` and of `flow` (a classifier's hops: the mean of the hops). What re-runs the model (the score
 function, the embeddings, the inputs) the metrics read from the source, not from the record.
 
-How a token is taken away (`ScoredOutput.predict`), and why:
+How a token is taken away (`ScoredOutput.predict`; `attnkit faithfulness --removal`, `REMOVALS`), and why:
 
-- attnkit runs: its embedding (what the family's `Family.attribution` score replaces) is set to zeros,
+- attnkit runs, `pad` (their default): its embedding (what the family's `Family.attribution` score replaces) is set to zeros,
   the token itself staying in place. Zeros are the baseline integrated gradients starts from, so the
   removals and the attributions agree on what "absent" means; in a sentence classifier they are also
   the embedding of `<pad>` (its row is kept at zero), the model's own "nothing here". The families'
-  scores are log-probabilities, so p(y | x') = exp f(x'). Positions stay where they were.
+  scores are log-probabilities, so p(y | x') = exp f(x'). Positions stay where they were. `mask`: the
+  embedding of `<unk>` instead (what a sentence classifier's word dropout trains it to read as "some word";
+  models with a word embedding, `model.embedding`). `delete`: the token's row cut out, the input one
+  shorter (Jain & Wallace's leave-one-out; sentence classifiers, whose score reads any length: a
+  translation's reads the source at its length); an input with every token removed reads one zero row.
 - Hugging Face classifiers (`sources.hf.scored`): the token is replaced by the tokenizer's mask
   token (`[MASK]`; `<unk>` when it has none), the input the model was pretrained to read as "a word is
   missing here". Deleting it instead (as ERASER's BERT pipeline does) would move every later token to
   another position and, for the whole input removed, leave `[CLS] [SEP]`, a text the classifier never
-  saw; special tokens (`[CLS]`, `[SEP]`) are never ranked and never removed.
+  saw; special tokens (`[CLS]`, `[SEP]`) are never ranked and never removed. `--removal delete` deletes
+  them as ERASER does (`hf.scored.deleted_predict`), `pad` makes them padding (the pad token, its
+  attention mask 0) in place.
 
-Either way the input keeps its length, so every removal of a ranking is one batch of one shape.
+Removals that keep the input's length are one batch of one shape; deletions, one batch per length.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnkit.data.vocab import UNK
 from attnkit.errors import AttnkitError
 from attnkit.sources.collect import Collector
 from attnkit.sources.options import AttentionOptions
 from attnkit.viz.attention_view import ExplainedInput
 
 ScoreFn = Callable[[Tensor], Tensor]
+REMOVALS = ("delete", "mask", "pad")  # `attnkit faithfulness --removal` (module docstring)
 TOKENS = 8192  # tokens per forward pass of removals: a short input's are one pass, a long one's leave-one-out (T copies) several
 
 
@@ -100,15 +108,51 @@ def batched(predict: Callable[[Tensor], Tensor], tokens: int = TOKENS) -> Callab
     return run
 
 
-def embedding_removal(f: ScoreFn, x: Tensor) -> Callable[[Tensor], Tensor]:
-    """keep (N, T) -> exp f(x with the rows where keep is False set to 0) (N,): the runs' removal (module docstring)."""
+def embedding_removal(f: ScoreFn, x: Tensor, fill: Tensor | None = None) -> Callable[[Tensor], Tensor]:
+    """keep (N, T) -> exp f(x with the rows where keep is False set to `fill` (D,), default 0) (N,): a run's `pad`
+    and `mask` removals (module docstring)."""
+    row = x.new_zeros(x.size(-1)) if fill is None else fill.to(x.device, x.dtype)  # (D,)
 
     def predict(keep: Tensor) -> Tensor:
-        e = x.unsqueeze(0) * keep.to(x.device, x.dtype).unsqueeze(-1)  # (N, T, D)
+        e = torch.where(keep.to(x.device).unsqueeze(-1), x.unsqueeze(0), row)  # (N, T, D)
         with torch.no_grad():
             return f(e).double().exp()  # (N,)
 
     return batched(predict)
+
+
+def deleted_removal(f: ScoreFn, x: Tensor) -> Callable[[Tensor], Tensor]:
+    """keep (N, T) -> exp f(x without the rows where keep is False) (N,): a run's `delete` (module docstring), the
+    rows with as many tokens left in one call of f; nothing left reads one zero row."""
+
+    def predict(keep: Tensor) -> Tensor:
+        keep = keep.to(x.device)
+        counts = keep.sum(dim=1)  # (N,)
+        out = torch.empty(keep.size(0), dtype=torch.float64)  # (N,)
+        for n in counts.unique().tolist():
+            rows = (counts == n).nonzero().squeeze(1)  # (n_rows,)
+            e = torch.stack([x[keep[r]] for r in rows.tolist()]) if n else x.new_zeros(len(rows), 1, x.size(-1))  # (n_rows, n, D)
+            with torch.no_grad():
+                out[rows.cpu()] = f(e).double().exp().cpu()  # (n_rows,)
+        return out
+
+    return batched(predict)
+
+
+def run_removal(loaded, f: ScoreFn, x: Tensor, removal: str, translation: bool) -> Callable[[Tensor], Tensor]:
+    """The `predict` of a run's removal (module docstring); one line for a removal the run cannot make."""
+    if removal not in REMOVALS:
+        raise AttnkitError(f"removal {removal!r}: one of {', '.join(REMOVALS)}")
+    if removal == "delete":
+        if translation:
+            raise AttnkitError(f"{loaded.folder}: --removal delete: a translation's score reads the source at its length; use pad or mask")
+        return deleted_removal(f, x)
+    if removal == "pad":
+        return embedding_removal(f, x)
+    embedding = getattr(loaded.model, "embedding", None)
+    if not isinstance(embedding, torch.nn.Embedding):
+        raise AttnkitError(f"{loaded.folder}: --removal mask: the model has no word embedding to take <unk>'s from; use pad or delete")
+    return embedding_removal(f, x, embedding.weight[UNK].detach())
 
 
 def check_run(loaded) -> None:
@@ -117,8 +161,9 @@ def check_run(loaded) -> None:
         raise AttnkitError(f"{loaded.folder}: a {loaded.family.name} run gives no score to explain (classifier and translation runs do)")
 
 
-def scored_run(source, text: str, flow: bool = False) -> list[ScoredOutput]:
-    """Every output of `text` through the attnkit run `source.loaded`: its class, or each output token of its hypothesis."""
+def scored_run(source, text: str, flow: bool = False, removal: str | None = None) -> list[ScoredOutput]:
+    """Every output of `text` through the attnkit run `source.loaded`: its class, or each output token of its hypothesis;
+    tokens removed by `removal` (default pad: module docstring)."""
     from attnkit.sources.record import explain_inputs
     from attnkit.sources.run import output_row
 
@@ -136,7 +181,7 @@ def scored_run(source, text: str, flow: bool = False) -> list[ScoredOutput]:
         f, x, label = loaded.family.attribution(loaded, text, output)
         if x.size(0) != len(tokens):
             raise AttnkitError(f"{loaded.folder}: the score reads {x.size(0)} input positions, the attention {len(tokens)}")
-        predict = embedding_removal(f, x)
+        predict = run_removal(loaded, f, x, removal or "pad", cross is not None)
         p = float(predict(torch.ones(1, len(tokens), dtype=torch.bool))[0])
         scored.append(ScoredOutput(list(tokens), label, p, predict, attention, f, x, list(range(len(tokens)))))
     return scored

@@ -8,8 +8,9 @@ asks the source, never its type:
 - `name`: how pages name it (a run's folder name; a model as the user gave it);
 - `read(lines, options, store)`: per line its `ExplainedInput`, the one record every output is made of;
   called only by `sources.record.explain_inputs`, the one road;
-- `check_scored()` and `scored_outputs(text, flow, truncate)`: the outputs `faithfulness` scores
-  (`sources.scored`), their attention taken from the record;
+- `check_scored()` and `scored_outputs(text, flow, truncate, removal)`: the outputs `faithfulness` scores
+  (`sources.scored`), their attention taken from the record, tokens removed by `removal` (None: the source's
+  default, pad for a run, mask for a Hugging Face model);
 - `renderer()`: the script and stylesheet that draw what its records carry besides the common card
   (a run's family's renderer; nothing for a Hugging Face model), and `curves()`, its training curves;
 - `files()`: the files that make the model (faithfulness's fingerprint).
@@ -44,7 +45,7 @@ class Source(Protocol):
 
     def check_scored(self) -> None: ...
 
-    def scored_outputs(self, text: str, flow: bool, truncate: bool) -> list[ScoredOutput]: ...
+    def scored_outputs(self, text: str, flow: bool, truncate: bool, removal: str | None = None) -> list[ScoredOutput]: ...
 
     def renderer(self) -> tuple[str, str]: ...
 
@@ -74,10 +75,10 @@ class RunSource:
 
         check_run(self.loaded)
 
-    def scored_outputs(self, text: str, flow: bool, truncate: bool) -> list[ScoredOutput]:
+    def scored_outputs(self, text: str, flow: bool, truncate: bool, removal: str | None = None) -> list[ScoredOutput]:
         from attnkit.sources.scored import scored_run
 
-        return scored_run(self, text, flow)  # a run's input has no positions to cut
+        return scored_run(self, text, flow, removal)  # a run's input has no positions to cut
 
     def renderer(self) -> tuple[str, str]:
         api = self.loaded.family.api
@@ -114,10 +115,10 @@ class HfSource:
 
         check_hf(self.hf)
 
-    def scored_outputs(self, text: str, flow: bool, truncate: bool) -> list[ScoredOutput]:
+    def scored_outputs(self, text: str, flow: bool, truncate: bool, removal: str | None = None) -> list[ScoredOutput]:
         from attnkit.sources.hf.scored import scored_hf
 
-        return [scored_hf(self, text, flow, truncate)]
+        return [scored_hf(self, text, flow, truncate, removal or "mask")]
 
     def renderer(self) -> tuple[str, str]:
         return "", ""

@@ -179,6 +179,29 @@ def test_pair_features_recomputed_by_hand(pair):
     torch.testing.assert_close(model.loss(out, labels, 1.0) - model.loss(out, labels, 0.0), both)
 
 
+def test_attend_pair_recomputed_by_hand():
+    """Jain & Wallace's entailment model: a = softmax(v^T tanh(W q + U h_t)) over the premise's states, q the
+    hypothesis's final states [h_fwd; h_bwd], the classifier reads [a H; q]; padding changes nothing."""
+    model = tiny(pair="attend", r=1)
+    premise, p_keep = pad_ids(SENTENCES)
+    hypothesis, h_keep = pad_ids([[7, 8], [9, 10, 11, 12], [4]])
+    seen = []
+    model.classifier.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    with torch.no_grad():
+        out = model(premise, p_keep, hypothesis, h_keep)
+        for b, (ids, hyp) in enumerate(zip(SENTENCES, [[7, 8], [9, 10, 11, 12], [4]])):
+            _, (h_n, _) = model.lstm(model.embedding(torch.tensor([hyp])))  # (2, 1, u): forward, backward final states
+            q = torch.cat([h_n[0, 0], h_n[1, 0]])  # (2u,)
+            h = model.lstm(model.embedding(torch.tensor([ids])))[0][0]  # (n, 2u)
+            att = model.attention
+            a = (att.v_a(torch.tanh(att.w_a(q) + att.u_a(h))).squeeze(-1)).softmax(0)  # (n,)
+            torch.testing.assert_close(out.attention[b, 0, : len(ids)], a, atol=1e-5, rtol=0)
+            torch.testing.assert_close(seen[0][b], torch.cat([a @ h, q]), atol=1e-5, rtol=0)
+    assert out.attention.shape == (3, 1, 5) and out.attention2 is None
+    with pytest.raises(ValueError, match="pair='attend' is one attention"):
+        tiny(pair="attend", r=2)
+
+
 def test_bad_options_are_refused():
     with pytest.raises(ValueError, match="pooling must be one of attention, mean, last"):
         tiny(pooling="max")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
 
 from attnkit.config.schema import Metric, RunBase, Strict
 
@@ -50,8 +50,10 @@ class Sase(Strict):
     u, d_a, r, mlp_hidden and coef are the paper's names (its sentiment settings are u=300,
     d_a=350, r=30, mlp_hidden=3000, coef=1.0). `encoder: none` with `pooling: mean` is the
     bag-of-embeddings baseline, `pooling: last` the last-state bi-LSTM baseline. `pair` embeds
-    (premise, hypothesis) pairs (SNLI). `word_dropout` replaces training words by <unk> with that
-    probability; `word_vectors` initialises the embedding from a word2vec/GloVe text file.
+    (premise, hypothesis) pairs (SNLI; `attend` is Jain & Wallace's: the hypothesis's final state attends over
+    the premise). `word_dropout` replaces training words by <unk> with that probability; `mlp_hidden: 0`
+    makes the classifier one linear layer (Jain & Wallace's); `word_vectors` initialises the embedding from
+    a word2vec/GloVe text file.
     `encoder: transformer` replaces the bi-LSTM by `layers` pre-norm Transformer encoder layers of
     width embed_dim (`heads`, `d_ff`, `encoder_dropout`), whose self-attention maps rollout and flow read.
     """
@@ -61,13 +63,13 @@ class Sase(Strict):
     u: PositiveInt = 300
     d_a: PositiveInt = 350
     r: PositiveInt = 30
-    mlp_hidden: PositiveInt = 3000
+    mlp_hidden: NonNegativeInt = 3000
     coef: float = Field(1.0, ge=0.0)
     dropout: float = Field(0.5, ge=0.0, lt=1.0)
     word_dropout: float = Field(0.0, ge=0.0, lt=1.0)
     encoder: Literal["bilstm", "transformer", "none"] = "bilstm"
     pooling: Literal["attention", "mean", "last"] = "attention"
-    pair: Literal["none", "factor", "concat"] = "none"
+    pair: Literal["none", "factor", "concat", "attend"] = "none"
     word_vectors: str | None = None
     layers: PositiveInt = 2
     heads: PositiveInt = 4
@@ -83,6 +85,8 @@ class Sase(Strict):
     def _pooling(self) -> Sase:
         if self.pooling == "last" and self.encoder != "bilstm":
             raise ValueError("pooling 'last' takes the bi-LSTM's final states and needs encoder 'bilstm'")
+        if self.pair == "attend" and (self.encoder, self.pooling, self.r) != ("bilstm", "attention", 1):
+            raise ValueError("pair 'attend' (Jain & Wallace's) is one attention over a bi-LSTM's states: encoder bilstm, pooling attention, r 1")
         if self.encoder == "transformer" and self.embed_dim % self.heads:
             raise ValueError(f"encoder 'transformer': heads ({self.heads}) must divide embed_dim ({self.embed_dim})")
         return self

@@ -66,13 +66,14 @@ def explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) ->
 
 
 def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int, logit: bool = False) -> Callable[[Tensor], Tensor]:
-    """f(word embeddings (N, S, E)) = log p(c | x) (N,) (with `logit`, the logit of c) for one example `inputs` =
+    """f(word embeddings (N, S', E)) = log p(c | x) (N,) (with `logit`, the logit of c) for one example `inputs` =
     (tokens, keep[, tokens2, keep2]), each (1, S): the embeddings replace what `model.embedding` gives the (first)
-    sentence, through a forward hook."""
+    sentence, through a forward hook; S' <= S words (a deletion, `sources.scored`) read as a sentence of S' words."""
 
-    def f(e: Tensor) -> Tensor:  # (N, S, E) -> (N,)
+    def f(e: Tensor) -> Tensor:  # (N, S', E) -> (N,)
+        first = tuple(t[:, : e.size(1)] for t in inputs[:2])  # (1, S') each: only the length is read
         with embeddings_replaced(model.embedding, e):  # a pair's hypothesis keeps its own embeddings
-            logits = model(*(t.expand(e.size(0), -1) for t in inputs)).logits  # (N, C)
+            logits = model(*(t.expand(e.size(0), -1) for t in (*first, *inputs[2:]))).logits  # (N, C)
         return (logits.float() if logit else logits.float().log_softmax(dim=-1))[:, c]  # (N,)
 
     return f

@@ -4,7 +4,7 @@ Self-attentive Sentence Embedding", ICLR).
     H = (h_1 .. h_n),  h_t = [LSTM_fwd(w_t, h_{t-1}); LSTM_bwd(w_t, h_{t+1})]   (n, 2u)   Sec. 2.1
     A = softmax(W_s2 tanh(W_s1 H^T))                                           (r, n)    Sec. 2.1
     M = A H                                                                    (r, 2u)   Sec. 2.1
-    y = MLP(flatten(M))                     logits over the classes
+    y = MLP(flatten(M))                     logits over the classes (mlp_hidden = 0: one linear layer)
     loss = CE(y, label) + coef * ||A A^T - I||_F^2  (batch mean)                         Sec. 2.2
 
 A, M and the penalty are computed by `attnkit.attention.structured` (written once there); this
@@ -25,7 +25,9 @@ Sentence pairs (entailment, the paper's appendix): premise and hypothesis go thr
 encoder. ``pair="factor"`` is the paper's multiplicative interaction per hop i,
 F_h[i] = M_h[i] W_fh[i], F_p[i] = M_p[i] W_fp[i], F_r = F_h * F_p (element-wise), flattened into
 the MLP; ``pair="concat"`` feeds [u; v; |u - v|; u * v] of the flattened embeddings u (premise) and
-v (hypothesis). A pooled vector counts as one hop.
+v (hypothesis). A pooled vector counts as one hop. ``pair="attend"`` is Jain & Wallace's (2019) entailment model:
+one additive attention over the premise's states whose query is the hypothesis's final bi-LSTM state q,
+a = softmax(v^T tanh(W q + U h_t)) (`attnkit.attention.additive`), and the MLP reads [a H; q].
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attnkit.attention.additive import AdditiveAttention
 from attnkit.attention.positional import SinusoidalPositionalEncoding
 from attnkit.attention.structured import StructuredSelfAttention, frobenius_penalty
 from attnkit.data.text import iter_text_lines
@@ -51,7 +54,7 @@ from attnkit.models.transformer import EncoderLayer
 
 Encoder = Literal["bilstm", "transformer", "none"]
 Pooling = Literal["attention", "mean", "last"]
-Pair = Literal["none", "factor", "concat"]
+Pair = Literal["none", "factor", "concat", "attend"]
 
 
 @dataclass
@@ -77,6 +80,17 @@ class SentenceOutput:
     encoder: list[Tensor] = field(default_factory=list)
 
 
+def check_options(encoder: str, pooling: str, pair: str, r: int) -> None:
+    """ValueError for an encoder, pooling or pair mode the classifier does not have, or one that needs another."""
+    for name, value, kind in (("encoder", encoder, Encoder), ("pooling", pooling, Pooling), ("pair", pair, Pair)):
+        if value not in get_args(kind):
+            raise ValueError(f"{name} must be one of {', '.join(get_args(kind))}, not {value!r}")
+    if pooling == "last" and encoder != "bilstm":
+        raise ValueError("pooling='last' takes the bi-LSTM's final states and needs encoder='bilstm'")
+    if pair == "attend" and (encoder, pooling, r) != ("bilstm", "attention", 1):
+        raise ValueError("pair='attend' is one attention over a bi-LSTM's states: encoder='bilstm', pooling='attention', r=1")
+
+
 class SelfAttentiveClassifier(nn.Module):
     """Word embedding -> bi-LSTM -> r-hop structured self-attention -> MLP (module docstring).
 
@@ -90,12 +104,12 @@ class SelfAttentiveClassifier(nn.Module):
         u: LSTM hidden units per direction (H has width 2u).
         d_a: Hidden width of the attention MLP (W_s1 is d_a x 2u).
         r: Number of attention hops (W_s2 is r x d_a).
-        mlp_hidden: Hidden units of the output MLP.
+        mlp_hidden: Hidden units of the output MLP; 0: one linear layer (Jain & Wallace's classifier).
         dropout: Dropout before each layer of the output MLP.
         word_dropout: In training, replace each word by ``unk_id`` with this probability.
         encoder: ``"bilstm"``, ``"transformer"`` (module docstring), or ``"none"`` for H = the word embeddings.
         pooling: ``"attention"`` (the paper), ``"mean"`` or ``"last"`` (baselines).
-        pair: ``"none"`` (one sentence), ``"factor"`` or ``"concat"`` (sentence pairs).
+        pair: ``"none"`` (one sentence), ``"factor"``, ``"concat"`` or ``"attend"`` (sentence pairs).
         d_f: Factor width of ``pair="factor"`` (default: the width of H).
         pad_id: Padding id; its embedding row stays zero.
         unk_id: Unknown-word id, for word dropout.
@@ -129,11 +143,7 @@ class SelfAttentiveClassifier(nn.Module):
         encoder_dropout: float = 0.1,
     ) -> None:
         super().__init__()
-        for name, value, kind in (("encoder", encoder, Encoder), ("pooling", pooling, Pooling), ("pair", pair, Pair)):
-            if value not in get_args(kind):
-                raise ValueError(f"{name} must be one of {', '.join(get_args(kind))}, not {value!r}")
-        if pooling == "last" and encoder != "bilstm":
-            raise ValueError("pooling='last' takes the bi-LSTM's final states and needs encoder='bilstm'")
+        check_options(encoder, pooling, pair, r)
         self.pooling, self.pair = pooling, pair
         self.word_dropout, self.unk_id = word_dropout, unk_id
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=pad_id)
@@ -148,6 +158,7 @@ class SelfAttentiveClassifier(nn.Module):
             self.final_norm = nn.LayerNorm(embed_dim)
         width = 2 * u if encoder == "bilstm" else embed_dim  # width of H
         self.attention = StructuredSelfAttention(width, d_a, r) if pooling == "attention" else None
+        self.attention = AdditiveAttention(width, width, d_a) if pair == "attend" else self.attention  # q attends over the premise's H
         hops = r if pooling == "attention" else 1
         features = hops * width
         if pair == "factor":
@@ -156,12 +167,12 @@ class SelfAttentiveClassifier(nn.Module):
             self.w_fp = nn.Parameter(torch.empty(hops, width, d_f).uniform_(-bound, bound))  # (R, 2u, F)
             self.w_fh = nn.Parameter(torch.empty(hops, width, d_f).uniform_(-bound, bound))  # (R, 2u, F)
             features = hops * d_f
-        elif pair == "concat":
-            features = 4 * hops * width
+        elif pair in ("concat", "attend"):
+            features = 4 * hops * width if pair == "concat" else 2 * width  # [u; v; |u - v|; u * v], or [a H; q]
         self.classifier = nn.Sequential(
             Dropout(dropout), nn.Linear(features, mlp_hidden), nn.ReLU(),
             Dropout(dropout), nn.Linear(mlp_hidden, num_classes),
-        )  # fmt: skip
+        ) if mlp_hidden else nn.Sequential(Dropout(dropout), nn.Linear(features, num_classes))  # fmt: skip
 
     def embed(self, tokens: Tensor, keep: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None, list[Tensor]]:
         """Embed a batch of sentences; padding never changes the result.
@@ -175,21 +186,7 @@ class SelfAttentiveClassifier(nn.Module):
             ``(M (B, R, 2u), A (B, R, S))`` with attention pooling, else ``(pooled (B, 2u), None)``; then each
             Transformer layer's self-attention ``(B, heads, S, S)`` (`SentenceOutput.encoder`).
         """
-        if self.training and self.word_dropout:
-            drop = torch.rand(tokens.shape, device=tokens.device) < self.word_dropout  # (B, S)
-            tokens = tokens.masked_fill(drop & keep, self.unk_id)  # (B, S)
-        x = self.embedding(tokens)  # (B, S, E)
-        maps: list[Tensor] = []
-        if self.layers is not None:
-            (h, maps), last = self.transform(x, keep, need_weights), None  # (B, S, E)
-        elif self.lstm is None:
-            h, last = x, None  # (B, S, E)
-        else:
-            lengths = keep.sum(dim=1).cpu()  # (B,)
-            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)  # (sum of lengths, E)
-            out, (h_n, _) = self.lstm(packed)  # h_n (2, B, u): forward, backward final states
-            h, _ = pad_packed_sequence(out, batch_first=True, total_length=tokens.size(1))  # (B, S, 2u)
-            last = torch.cat([h_n[0], h_n[1]], dim=-1)  # (B, 2u)
+        h, last, maps = self.states(tokens, keep, need_weights)  # (B, S, 2u), (B, 2u) or None
         match self.pooling:
             case "attention":
                 return *self.attention(h, keep), maps  # (B, R, 2u), (B, R, S)
@@ -198,6 +195,24 @@ class SelfAttentiveClassifier(nn.Module):
                 return (h * weights).sum(dim=1) / weights.sum(dim=1), None, maps  # (B, 2u)
             case _:  # "last"
                 return last, None, maps  # (B, 2u)
+
+    def states(self, tokens: Tensor, keep: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None, list[Tensor]]:
+        """H (B, S, 2u) (or (B, S, E)), the bi-LSTM's final states [h_fwd; h_bwd] (B, 2u) (None for other
+        encoders) and the Transformer layers' self-attention, of word ids `tokens` (B, S) (`embed`'s arguments)."""
+        if self.training and self.word_dropout:
+            drop = torch.rand(tokens.shape, device=tokens.device) < self.word_dropout  # (B, S)
+            tokens = tokens.masked_fill(drop & keep, self.unk_id)  # (B, S)
+        x = self.embedding(tokens)  # (B, S, E)
+        if self.layers is not None:
+            h, maps = self.transform(x, keep, need_weights)  # (B, S, E)
+            return h, None, maps
+        if self.lstm is None:
+            return x, None, []  # (B, S, E)
+        lengths = keep.sum(dim=1).cpu()  # (B,)
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)  # (sum of lengths, E)
+        out, (h_n, _) = self.lstm(packed)  # h_n (2, B, u): forward, backward final states
+        h, _ = pad_packed_sequence(out, batch_first=True, total_length=tokens.size(1))  # (B, S, 2u)
+        return h, torch.cat([h_n[0], h_n[1]], dim=-1), []  # (B, S, 2u), (B, 2u)
 
     def transform(self, x: Tensor, keep: Tensor, need_weights: bool) -> tuple[Tensor, list[Tensor]]:
         """The Transformer encoder over word embeddings x (B, S, E): (H (B, S, E), each layer's weights (B, heads, S, S))."""
@@ -228,6 +243,11 @@ class SelfAttentiveClassifier(nn.Module):
             raise ValueError("pair='none': this model classifies single sentences, got a second one")
         if self.pair != "none" and (tokens2 is None or keep2 is None):
             raise ValueError(f"pair={self.pair!r}: needs the hypothesis (tokens2 and keep2)")
+        if self.pair == "attend":
+            h, _, _ = self.states(tokens, keep)  # (B, S, 2u): the premise first, as embedding hooks expect
+            _, q, _ = self.states(tokens2, keep2)  # q (B, 2u)
+            m, a = self.attention(q.unsqueeze(1), h, h, keep.unsqueeze(1))  # (B, 1, 2u), (B, 1, S)
+            return SentenceOutput(self.classifier(torch.cat([m.flatten(1), q], dim=-1)), a, m, None, q)  # logits (B, C)
         m, a, maps = self.embed(tokens, keep, need_weights)  # (B, R, 2u) or (B, 2u); (B, R, S) or None
         if tokens2 is None:
             return SentenceOutput(self.classifier(m.flatten(1)), a, m, encoder=maps)  # logits (B, C)

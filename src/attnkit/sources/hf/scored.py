@@ -31,10 +31,11 @@ def mask_id(hf: HfModel) -> int:
     return found
 
 
-def masked_predict(hf: HfModel, prep: HfInputs, positions: list[int], c: int):
-    """keep (N, T) -> p(c | the input with the tokens at `positions` where keep is False masked) (N,)."""
+def masked_predict(hf: HfModel, prep: HfInputs, positions: list[int], c: int, padding: bool = False):
+    """keep (N, T) -> p(c | the input with the tokens at `positions` where keep is False masked) (N,); with `padding`,
+    made padding instead: the pad token, its attention mask 0 (`--removal pad`)."""
     ids = prep.inputs["input_ids"]  # (1, S)
-    replacement = mask_id(hf)
+    replacement = (hf.tokenizer.pad_token_id or 0) if padding else mask_id(hf)
 
     def predict(keep: Tensor) -> Tensor:
         n = keep.size(0)
@@ -43,6 +44,8 @@ def masked_predict(hf: HfModel, prep: HfInputs, positions: list[int], c: int):
         removed[:, positions] = ~keep.to(batch.device)
         batch[removed] = replacement
         inputs = {k: v.expand(n, -1) for k, v in prep.inputs.items()}  # (N, S) each: the attention mask, token types
+        if padding:
+            inputs["attention_mask"] = inputs["attention_mask"].masked_fill(removed, 0)  # (N, S)
         with torch.inference_mode():
             logits = hf.model(**{**inputs, "input_ids": batch}).logits  # (N, C)
         return logits.double().softmax(dim=-1)[:, c]  # (N,)
@@ -87,7 +90,7 @@ def check_hf(hf: HfModel) -> None:
 
 def scored_hf(source, text: str, flow: bool = False, truncate: bool = False, removal: str = "mask") -> ScoredOutput:
     """The predicted class of `text` through the sequence classifier `source.hf` (module docstring); `removal="delete"`:
-    tokens are deleted as ferret-xai deletes them (`deleted_predict`)."""
+    tokens are deleted as ferret-xai deletes them (`deleted_predict`); "pad": made padding (`masked_predict`)."""
     from attnkit.sources.hf.attribute import score_function
     from attnkit.sources.record import explain_inputs
 
@@ -108,5 +111,8 @@ def scored_hf(source, text: str, flow: bool = False, truncate: bool = False, rem
     f, x, label = score_function(hf, prep, c, logits)  # the pass above: no second one
     attention = {name: row[positions] for name, row in rows.items()}  # (T,) each
     tokens = [prep.tokens[i] for i in positions]
-    predict = (deleted_predict if removal == "delete" else masked_predict)(hf, prep, positions, c)
+    if removal == "delete":
+        predict = deleted_predict(hf, prep, positions, c)
+    else:
+        predict = masked_predict(hf, prep, positions, c, padding=removal == "pad")
     return ScoredOutput(tokens, label, float(probs[c]), predict, attention, f, x, positions)
