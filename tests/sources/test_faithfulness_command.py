@@ -211,8 +211,7 @@ def test_another_model_data_file_or_settings_is_refused_in_one_line(tiny_sase_ru
     capsys.readouterr()
     assert main([*args, "--seed", "1"]) == 2
     assert (
-        capsys.readouterr().err.strip()
-        == f"attnkit: error: {out / EXAMPLES}: written for another settings; cannot resume: use another --out or delete the file"
+        capsys.readouterr().err.strip() == f"attnkit: error: {out / EXAMPLES}: written for other settings; cannot resume: use another --out or delete the file"
     )
     assert (
         main(["faithfulness", str(tiny_sase_run), "--input", str(_data(tmp_path, SENTENCES[1:2], "other.tsv")), "--out", str(out), "--methods", "random"]) == 2

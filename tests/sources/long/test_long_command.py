@@ -99,6 +99,19 @@ def test_refusals_are_one_line(hf_folder, tmp_path, capsys):
     assert not (tmp_path / "x.npz").exists()
 
 
+def test_a_bad_document_is_one_line_naming_its_line_and_column(hf_folder, tmp_path, capsys, monkeypatch):
+    folder, out = str(hf_folder("llama")), str(tmp_path / "x.npz")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xef\xbb\xbfthe cats\nsat \xffon\n")  # a BOM, then a bad byte on line 2
+    assert _error(capsys, folder, "--document", str(bad), "--long", "--out", out) == f"attnkit: error: {bad}, line 2: invalid UTF-8 (byte 0xff at column 5)"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xc3\x28 the cat")))
+    assert _error(capsys, folder, "--document", "-", "--long", "--out", out) == "attnkit: error: <stdin>, line 1: invalid UTF-8 (byte 0xc3 at column 1)"
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n", encoding="utf-8")
+    assert _error(capsys, folder, "--document", str(blank), "--long", "--out", out) == f"attnkit: error: {blank}: the document is empty"
+    assert not (tmp_path / "x.npz").exists()
+
+
 def test_encoder_document(hf_folder, tmp_path, capsys):
     """A BERT reads the document both ways: the rows default to [CLS]'s, every summary counts keys on either side."""
     folder = hf_folder("bert")
