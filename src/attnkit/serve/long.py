@@ -106,6 +106,7 @@ class KeptDocument(BaseModel):
 
 
 class LongCacheInfo(BaseModel):
+    models: list[str]  # the served decoders, which read long documents (the page's model picker)
     max_bytes: int  # --long-cache
     used_bytes: int
     keeps: str  # the policy, in words
@@ -126,6 +127,10 @@ class LongDocuments:
         self.cache = DocumentCache(max_bytes)
         self.models: dict[str, HfModel] = {}
         self.reading = threading.Lock()  # one forward pass at a time: the capture is one per process
+
+    def decoders(self) -> list[str]:
+        """The names of the served models that read long documents."""
+        return [name for name, hf in self.sources.items() if hf.arch == "decoder"]
 
     def _model(self, name: str) -> HfModel:
         from attnkit.sources.hf.long.export import open_model
@@ -192,13 +197,17 @@ def add_long_routes(app: FastAPI, docs: LongDocuments, errors: dict) -> None:
     @app.get("/v1/long", response_model=LongCacheInfo)
     async def kept() -> LongCacheInfo:
         listed = [KeptDocument(document=k, model=d.model, tokens=len(d.tokens), bytes=d.nbytes) for k, d in docs.cache.documents()]
-        return LongCacheInfo(max_bytes=docs.cache.max_bytes, used_bytes=docs.cache.used(), keeps=keeps(docs.cache.max_bytes), documents=listed)
+        return LongCacheInfo(
+            models=docs.decoders(), max_bytes=docs.cache.max_bytes, used_bytes=docs.cache.used(), keeps=keeps(docs.cache.max_bytes), documents=listed
+        )
 
     @app.post("/v1/long", response_model=LongResponse, responses=errors, description=keeps(docs.cache.max_bytes))
     async def read(body: LongRequest) -> LongResponse:
-        name = body.model or next((n for n, hf in docs.sources.items() if hf.arch == "decoder"), None)
+        decoders = docs.decoders()
+        name = body.model or next(iter(decoders), None)
         if name not in docs.sources:
-            raise HTTPException(404, f"unknown Hugging Face decoder {name!r}; loaded: {', '.join(docs.sources) or 'none (serve --hf MODEL)'}")
+            asked = f"unknown Hugging Face decoder {name!r}" if name else "no Hugging Face decoder is served"
+            raise HTTPException(404, f"{asked}; decoders served: {', '.join(decoders) or 'none (serve --hf MODEL)'}")
         if len(body.document) > docs.max_chars:
             raise HTTPException(413, f"document: {len(body.document):,} characters, at most {docs.max_chars:,} (--long-max-chars)")
         if not body.document.strip():

@@ -97,7 +97,7 @@ def test_refusals_are_one_line(models):
     key = client.post("/v1/long", json={"document": A}).json()["document"]
     cases = [
         ("/v1/long", {"model": "bert", "document": A}, 422, "bert: long documents go through decoder (causal language) models; this one is encoder"),
-        ("/v1/long", {"model": "nope", "document": A}, 404, "unknown Hugging Face decoder 'nope'; loaded: llama, bert"),
+        ("/v1/long", {"model": "nope", "document": A}, 404, "unknown Hugging Face decoder 'nope'; decoders served: llama"),
         ("/v1/long", {"document": "the " * 30}, 413, "document: 120 characters, at most 100 (--long-max-chars)"),
         ("/v1/long", {"document": "  "}, 422, "document: empty text"),
         ("/v1/long/tile", {"document": key, "layer": 3, "q0": 0, "q1": 1, "k0": 0, "k1": 1}, 422, "layer: 3; the document has layers 1 to 2"),
@@ -110,6 +110,9 @@ def test_refusals_are_one_line(models):
     for path, body, status, detail in cases:
         response = client.post(path, json=body)
         assert (response.status_code, response.json()["detail"]) == (status, detail)
+    assert _client(models).get("/v1/long").json()["models"] == ["llama"]  # the page's picker: the decoders, not the BERT
+    alone = TestClient(create_app({}, Limits(), hf={"bert": models["bert"]})).post("/v1/long", json={"document": A})
+    assert (alone.status_code, alone.json()["detail"]) == (404, "no Hugging Face decoder is served; decoders served: none (serve --hf MODEL)")
     long = _client(models).post("/v1/long", json={"document": "the cat " * 40})  # 80 tokens, the model takes 32
     assert long.status_code == 422 and len(long.json()["detail"].splitlines()) == 1
 
