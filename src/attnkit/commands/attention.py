@@ -34,11 +34,10 @@ def _budget(args: argparse.Namespace) -> int | None:
 
 
 def _long(args: argparse.Namespace, text: str | None) -> dict:
-    from attnkit.sources import is_run
     from attnkit.sources.hf.long import LongOptions, export_long
+    from attnkit.sources.hf.long.options import refuse_run
 
-    if is_run(args.source):
-        raise AttnkitError(f"{args.source}: --long reads Hugging Face decoder and encoder models; attnkit runs take the full maps (leave out --long)")
+    refuse_run(args.source)
     if text is None:
         raise AttnkitError("--long: give the text or --document FILE")
     if args.flow or args.attribute or args.words:

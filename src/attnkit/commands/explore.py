@@ -96,15 +96,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def _long_report(args: argparse.Namespace, text: str | None) -> int:
     """`report SOURCE --document FILE --long`: the page of a long document, offline (pooled levels, grids, --rows)."""
-    from attnkit.sources import is_run
     from attnkit.sources.hf.long.budget import parse_size
     from attnkit.sources.hf.long.document import read_document as read_long
     from attnkit.sources.hf.long.export import open_model
+    from attnkit.sources.hf.long.options import refuse_run
     from attnkit.sources.hf.long.record import long_record
     from attnkit.viz.report import template, write_report
 
-    if is_run(args.run):
-        raise AttnkitError(f"{args.run}: --long reads Hugging Face decoder models; attnkit runs take the full maps (leave out --long)")
+    refuse_run(args.run)
     if text is None or args.document is None:
         raise AttnkitError("report --long: give the document as --document FILE")
     hf = open_model(args.run)

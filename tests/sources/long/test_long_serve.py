@@ -139,6 +139,15 @@ def test_offline_report_keeps_levels_and_rows(hf_folder, tmp_path, capsys):
     assert len(long["rows"]["data"]) == 2 and len(long["rows"]["data"][0]) == 4 and "AttnLong" in html
 
 
+def test_an_offline_report_of_a_run_at_length_is_refused_in_one_line(tiny_transformer_run, tmp_path, capsys):
+    doc = tmp_path / "doc.txt"
+    doc.write_text("t1 t2", encoding="utf-8")
+    assert main(["report", str(tiny_transformer_run), "--document", str(doc), "--long", "--out", str(tmp_path / "x.html")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"attnkit: error: {tiny_transformer_run}: --long reads Hugging Face decoder and encoder models; attnkit runs take the full maps (leave out --long)"
+    ]
+
+
 def test_a_long_document_has_its_own_body_limit(models):
     client = _client(models, max_texts=1, max_chars=10, long_chars=100)  # other routes: at most 1 * (6 * 10 + 8) + 4096 bytes
     assert client.post("/v1/long", json={"document": "the dog . " * 10}).status_code == 200  # 100 characters, 30 tokens
