@@ -243,9 +243,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def _add_long_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--document", metavar="FILE", help="one document as one input, whole (`-`: stdin)")
-    p.add_argument("--long", action="store_true", help="with --document: a long document through a Hugging Face decoder, offline: its pooled "
+    p.add_argument("--long", action="store_true", help="with --document: a long document through a Hugging Face decoder or encoder, offline: its pooled "
                    "maps (zoom to the finest level the page holds, --max-cells), the summaries' layer x head grids, and the exact rows of --rows")  # fmt: skip
-    p.add_argument("--rows", nargs="+", metavar="Q", help="with --long: the query positions of exact rows: q (negative from the end) or a:b")
+    p.add_argument("--rows", nargs="+", metavar="Q", help="with --long: the query positions of exact rows: q (negative from the end) or a:b "
+                   "(default: a decoder's last token, an encoder's first)")  # fmt: skip
     p.add_argument("--window", type=positive_int, default=64, help="with --long: the local window of the `local` summary, in tokens")
     p.add_argument("--max-memory", metavar="SIZE", help="with --long: the memory budget, e.g. 8G (default: half of the memory available)")
 
@@ -262,7 +263,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         epilog=example("attnkit serve runs/m30k --hf Helsinki-NLP/opus-mt-en-de --port 8000"),
     )
     p.add_argument("runs", nargs="*", metavar="RUN", help="run folders (each served under its folder name)")
-    p.add_argument("--hf", action="append", metavar="SOURCE", help="a Hugging Face model folder or hub id for the /attention page (repeat for more)")
+    p.add_argument("--hf", action="append", metavar="SOURCE", help="a Hugging Face model folder or hub id for the /attention page "
+                   "(a decoder: the /long page too; repeat for more)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=port, default=8000, help="TCP port (0: any free port)")
     p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413); also sets the body limit")
