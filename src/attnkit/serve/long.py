@@ -28,7 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import Api, OptionalInt, Page, Text
-from attnkit.sources.hf.load import HfModel
+from attnkit.sources.hf.load import ARCH_NOUNS, HfModel
 from attnkit.sources.hf.long.budget import gib
 from attnkit.sources.hf.long.cache import DocumentCache, TooLarge, document_id
 from attnkit.sources.hf.long.document import LongDocument, kept_bytes, read_document
@@ -137,7 +137,7 @@ class LongDocuments:
 
         if name not in self.models:
             if self.sources[name].arch != "decoder":
-                raise AttnkitError(f"{name}: long documents go through decoder (causal language) models; this one is {self.sources[name].arch}")
+                raise AttnkitError(f"{name}: long documents go through decoder (causal language) models; this one is {ARCH_NOUNS[self.sources[name].arch]}")
             self.models[name] = open_model(self.sources[name].name)
         return self.models[name]
 

@@ -92,7 +92,7 @@ def test_refusals_are_one_line(hf_folder, tmp_path, capsys):
     assert "no-such.txt: cannot read the document" in _error(capsys, folder, "--document", str(tmp_path / "no-such.txt"), "--out", out)
     line = _error(capsys, folder, "the cat sat", "--max-memory", "1K", "--out", out)
     assert "the full maps of 4 tokens need about" in line and "--long takes the input without them" in line
-    assert "--long reads decoder (causal language) and encoder (BERT-like) models; this one is encoder-decoder" in _error(
+    assert "--long reads decoder (causal language) and encoder (BERT-like) models; this one is an encoder-decoder model" in _error(
         capsys, str(hf_folder("marian")), "a", "--long", "--out", out
     )
     assert "go with --long" in _error(capsys, folder, "the cat", "--rows", "1", "--out", out)
@@ -139,7 +139,9 @@ def test_encoder_refusals_are_one_line(hf_folder, tmp_path, capsys, monkeypatch)
     long_doc = tmp_path / "long.txt"
     long_doc.write_text(DOCUMENT * 3, encoding="utf-8")
     assert "the text is 71 tokens, the model takes at most 32 (--truncate cuts it)" in _error(capsys, bert, "--document", str(long_doc), "--long", "--out", out)
-    assert "--max-new-tokens generates with a decoder; this one is encoder" in _error(capsys, bert, "the cat", "--long", "--max-new-tokens", "2", "--out", out)
+    assert "--max-new-tokens generates with a decoder; this one is an encoder" in _error(
+        capsys, bert, "the cat", "--long", "--max-new-tokens", "2", "--out", out
+    )
     # RoBERTa's 40 positions count from after its pad's: 39 tokens
     assert "the text is 40 tokens, the model takes at most 39" in _error(capsys, str(hf_folder("roberta")), "the " * 38, "--long", "--out", out)
     deberta = str(hf_folder("deberta"))  # refused before its forward pass (eager, N x N)

@@ -96,7 +96,7 @@ def test_refusals_are_one_line(models):
     client = _client(models, long_chars=100)
     key = client.post("/v1/long", json={"document": A}).json()["document"]
     cases = [
-        ("/v1/long", {"model": "bert", "document": A}, 422, "bert: long documents go through decoder (causal language) models; this one is encoder"),
+        ("/v1/long", {"model": "bert", "document": A}, 422, "bert: long documents go through decoder (causal language) models; this one is an encoder"),
         ("/v1/long", {"model": "nope", "document": A}, 404, "unknown Hugging Face decoder 'nope'; decoders served: llama"),
         ("/v1/long", {"document": "the " * 30}, 413, "document: 120 characters, at most 100 (--long-max-chars)"),
         ("/v1/long", {"document": "  "}, 422, "document: empty text"),
