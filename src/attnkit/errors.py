@@ -17,6 +17,15 @@ class DataError(AttnkitError):
     """An input data file is missing, unreadable, malformed or inconsistent (names file and line)."""
 
 
+class TooManyTokens(DataError):
+    """An input longer than a model's positions. The message names `--truncate`, which cuts it on the command
+    line; `served` is the same without it, for serve's answers (its requests have no such option)."""
+
+    def __init__(self, what: str, tokens: int, limit: int) -> None:
+        self.served = f"{what} is {tokens} tokens, the model takes at most {limit}"
+        super().__init__(f"{self.served} (--truncate cuts it)")
+
+
 class CheckpointError(AttnkitError):
     """A run folder or checkpoint is missing, corrupt, or does not match its config/vocabulary."""
 

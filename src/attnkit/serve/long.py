@@ -28,6 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import Api, OptionalInt, Page, Text
+from attnkit.serve.explorer import detail
 from attnkit.sources.hf.load import ARCH_NOUNS, HfModel
 from attnkit.sources.hf.long.budget import gib
 from attnkit.sources.hf.long.cache import DocumentCache, TooLarge, document_id
@@ -215,7 +216,7 @@ def add_long_routes(app: FastAPI, docs: LongDocuments, errors: dict) -> None:
         try:
             key, doc, cached, evicted = await asyncio.to_thread(docs.read, name, body.document, body.window)
         except AttnkitError as e:
-            raise HTTPException(413 if isinstance(e, TooLarge) else 422, str(e)) from None
+            raise HTTPException(413 if isinstance(e, TooLarge) else 422, detail(e)) from None
         except Exception as e:
             raise HTTPException(500, f"model {name!r} failed: {type(e).__name__}: {e}") from None
         record = long_record(doc, body.document, 0, key)

@@ -114,7 +114,9 @@ def test_refusals_are_one_line(models):
     alone = TestClient(create_app({}, Limits(), hf={"bert": models["bert"]})).post("/v1/long", json={"document": A})
     assert (alone.status_code, alone.json()["detail"]) == (404, "no Hugging Face decoder is served; decoders served: none (serve --hf MODEL)")
     long = _client(models).post("/v1/long", json={"document": "the cat " * 40})  # 80 tokens, the model takes 32
-    assert long.status_code == 422 and len(long.json()["detail"].splitlines()) == 1
+    assert long.status_code == 422 and long.json()["detail"].endswith("llama: the text is 120 tokens, the model takes at most 32")  # no --truncate
+    long = _client(models).post("/v1/attention", json={"model": "bert", "text": "the cat " * 40})
+    assert long.status_code == 422 and long.json()["detail"].endswith("bert: the text is 122 tokens, the model takes at most 32")
 
 
 def test_the_schema_documents_the_routes_and_limits(models):
