@@ -94,7 +94,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _long_report(args: argparse.Namespace, text: str | None) -> int:
+def _long_report(args: argparse.Namespace, text: str) -> int:
     """`report SOURCE --document FILE --long`: the page of a long document, offline (pooled levels, grids, --rows)."""
     from attnkit.sources.hf.long.budget import parse_size
     from attnkit.sources.hf.long.document import read_document as read_long
@@ -104,8 +104,6 @@ def _long_report(args: argparse.Namespace, text: str | None) -> int:
     from attnkit.viz.report import template, write_report
 
     refuse_run(args.run)
-    if text is None or args.document is None:
-        raise AttnkitError("report --long: give the document as --document FILE")
     hf = open_model(args.run)
     budget = parse_size(args.max_memory) if args.max_memory else None
     doc = read_long(hf, text, args.window, tuple(args.rows or ()), budget, args.truncate)
@@ -120,7 +118,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from attnkit.sources.page import page_records
     from attnkit.viz.report import write_report
 
+    if args.long and args.document is None:  # before stdin is read
+        raise AttnkitError("report --long: give the document as --document FILE")
     lines = _lines(args)
+    if all(line == "" for line in lines):  # an empty stdin or file (an image alone is None)
+        raise AttnkitError(f"{args.input or '<stdin>'}: no input: give a sentence, --input FILE (one a line) or lines on stdin")
     if args.long:
         return _long_report(args, lines[0])
     if args.rows or args.max_memory:
