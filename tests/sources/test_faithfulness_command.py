@@ -9,9 +9,11 @@ is zero: the same input as the embedding set to zero), a BERT's removed token is
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -202,6 +204,13 @@ def test_texts_as_arguments_are_a_data_set_in_the_out_folder(tiny_sase_run, tmp_
     assert (out / "faithfulness.json").read_text().replace(str(out / "texts.txt"), "") == (tmp_path / "b" / "faithfulness.json").read_text().replace(
         str(out / "texts.txt"), ""
     )
+
+
+def test_an_empty_stdin_is_refused_in_one_line_before_anything_is_written(tiny_sase_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\n  \n")))
+    assert main(["faithfulness", str(tiny_sase_run), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["attnkit: error: <stdin>: no texts"]
+    assert not (tmp_path / "out").exists()
 
 
 def test_another_model_data_file_or_settings_is_refused_in_one_line(tiny_sase_run, tiny_rnn_run, tmp_path, capsys):

@@ -118,7 +118,9 @@ def _data_set(args: argparse.Namespace) -> Path:
 
     if args.input and not args.text:
         return Path(args.input)
-    texts, _ = read_texts(args)
+    texts, where = read_texts(args)
+    if not any(text.strip() for text in texts):
+        raise AttnkitError(f"{where}: no texts")
     path = Path(args.out) / "texts.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "".join(text.replace("\n", " ") + "\n" for text in texts))

@@ -37,7 +37,12 @@ def _lines(args: argparse.Namespace) -> list[str | None]:
         if args.text is not None or args.input:
             raise AttnkitError(f"give a sentence, --input FILE or --document {args.document}, not two")
         return [read_document(args.document)]
-    return [args.text] if args.text is not None or args.image is not None else read_input(args.input)
+    if args.text is not None or args.image is not None:
+        return [args.text]
+    lines = read_input(args.input)
+    if not any(lines):  # an empty or blank stdin or file
+        raise AttnkitError(f"{args.input or '<stdin>'}: no input: give a sentence, --input FILE (one a line) or lines on stdin")
+    return lines
 
 
 def _options(args: argparse.Namespace):
@@ -121,8 +126,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.long and args.document is None:  # before stdin is read
         raise AttnkitError("report --long: give the document as --document FILE")
     lines = _lines(args)
-    if all(line == "" for line in lines):  # an empty stdin or file (an image alone is None)
-        raise AttnkitError(f"{args.input or '<stdin>'}: no input: give a sentence, --input FILE (one a line) or lines on stdin")
     if args.long:
         return _long_report(args, lines[0])
     if args.rows or args.max_memory:
