@@ -18,12 +18,14 @@ class DataError(AttnkitError):
 
 
 class TooManyTokens(DataError):
-    """An input longer than a model's positions. The message names `--truncate`, which cuts it on the command
-    line; `served` is the same without it, for serve's answers (its requests have no such option)."""
+    """An input longer than a model's positions. The message ends in `HINT`, the option that cuts it on the
+    command line; `served` is the message without it, for serve's answers (its requests have no such option)."""
 
-    def __init__(self, what: str, tokens: int, limit: int) -> None:
-        self.served = f"{what} is {tokens} tokens, the model takes at most {limit}"
-        super().__init__(f"{self.served} (--truncate cuts it)")
+    HINT = " (--truncate cuts it)"
+
+    @property
+    def served(self) -> str:
+        return str(self).removesuffix(self.HINT)
 
 
 class CheckpointError(AttnkitError):
