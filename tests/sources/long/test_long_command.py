@@ -46,6 +46,7 @@ def test_document_file(hf_folder, tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     reference, tokens = _eager(folder, DOCUMENT)
     assert summary["tokens"] == len(tokens) and summary["layers"] == 2 and summary["rollout"]
+    assert summary["model"] == str(folder)  # the model as given, as the eager road's summary names it
     z = np.load(out)
     assert list(z["tokens"]) == tokens and list(z["layers"]) == [1, 2]
     assert list(z["rows"]) == [2, 3, len(tokens) - 1]

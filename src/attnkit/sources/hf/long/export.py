@@ -129,7 +129,7 @@ def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWrit
     for l in sorted(kept):
         indices = list(range(len(rows))) if rows_only else rows
         writer.add(f"rows/layer{l}", exact_rows(kept[l], indices, list(options.heads) if options.heads else None).numpy())
-    summary = {"model": type(hf.model).__name__, "tokens": n, "layers": len(kept), "rows": len(rows), "mode": options.mode,
+    summary = {"model": hf.name, "tokens": n, "layers": len(kept), "rows": len(rows), "mode": options.mode,
                "estimate": {"memory_bytes": est.memory, "disk_bytes": est.disk}}  # fmt: skip
     if not rows_only:
         writer.add("window", np.array(options.window))
