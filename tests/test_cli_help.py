@@ -99,3 +99,21 @@ def test_an_unknown_command_with_no_near_name_lists_the_commands(capsys):
     assert main(["zzzzzz"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "choose from " in err and "translate" in err
+
+
+def _help(capsys, command: str) -> str:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_the_long_and_many_input_options_say_what_they_default_to(capsys):
+    attention = _help(capsys, "attention")
+    assert "(`--long` alone: all; `--long rows`: exact rows only)" in attention and "(0 is the first; default: all)" in attention
+    report = _help(capsys, "report")
+    assert "a Hugging Face decoder or encoder, offline" in report and "(default: a decoder's last token, an encoder's first)" in report
+    assert "(a decoder: the /long page too; repeat for more)" in _help(capsys, "serve")
+    heads = _help(capsys, "heads")
+    assert "under torchrun the pairs and steps are split across the ranks" in heads and "--importance --prune 8" in heads
+    faithfulness = _help(capsys, "faithfulness")
+    assert "Under torchrun the texts are split across the ranks" in faithfulness and "(default: every text)" in faithfulness

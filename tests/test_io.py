@@ -92,3 +92,14 @@ def test_sigterm_in_an_interruptible_body_is_a_keyboard_interrupt_and_removes_th
         os.kill(os.getpid(), signal.SIGTERM)
     assert list(tmp_path.iterdir()) == []  # neither the file nor its temporary
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_written_file_has_the_permissions_of_a_plain_open(tmp_path):
+    """mkstemp makes its file 0600; the file renamed into place gets what `open` gives (0666 less the umask)."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    atomic_write_text(tmp_path / "atomic.txt", "x")
+    with atomic_path(tmp_path / "maps.npz") as tmp:
+        np.savez(tmp, a=np.zeros(2))
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes["atomic.txt"] == modes["maps.npz"] == modes["plain.txt"]

@@ -17,6 +17,17 @@ class DataError(AttnkitError):
     """An input data file is missing, unreadable, malformed or inconsistent (names file and line)."""
 
 
+class TooManyTokens(DataError):
+    """An input longer than a model's positions. The message ends in `HINT`, the option that cuts it on the
+    command line; `served` is the message without it, for serve's answers (its requests have no such option)."""
+
+    HINT = " (--truncate cuts it)"
+
+    @property
+    def served(self) -> str:
+        return str(self).removesuffix(self.HINT)
+
+
 class CheckpointError(AttnkitError):
     """A run folder or checkpoint is missing, corrupt, or does not match its config/vocabulary."""
 

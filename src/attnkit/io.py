@@ -26,11 +26,14 @@ from pathlib import Path
 from attnkit.errors import AttnkitError, DataError, WriteError
 
 TMP_SUFFIX = ".tmp"
+UMASK = os.umask(0o022)  # read once, at import (os.umask can only be read by setting it)
+os.umask(UMASK)
 
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temp path beside `path`; on success it is fsynced and renamed onto `path`.
+    """Yield a temp path beside `path`; on success it is fsynced and renamed onto `path`, with the
+    permissions a plain `open(path, "w")` would give it (0666 less the umask).
 
     On any error the temp file is removed and `path` is left as it was; an `OSError` while writing,
     fsyncing or renaming becomes a `WriteError` naming `path`.
@@ -41,6 +44,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+        os.fchmod(fd, 0o666 & ~UMASK)  # mkstemp's 0600 would leave the file unreadable to others; open() gives 0666 less the umask
     except OSError as e:
         raise write_error(path, e) from None
     os.close(fd)

@@ -138,9 +138,13 @@ def test_other_arguments_into_the_same_folder_are_refused_in_one_line(tiny_trans
     assert main(["attention", str(tiny_transformer_run), "--input", str(data), "--out", str(out)]) == 0
     capsys.readouterr()
     before = files(out)
-    refused = f"attnkit: error: {out / INDEX}: written for another {{}}; cannot resume: use another --out or delete the file"
-    for args, what in (([str(tiny_transformer_run), "--words"], "settings"), ([str(tiny_sase_run)], "model"), ([str(tiny_transformer_run)], "data file")):
-        given = other if what == "data file" else data
+    refused = f"attnkit: error: {out / INDEX}: written for {{}}; cannot resume: use another --out or delete the file"
+    for args, what in (
+        ([str(tiny_transformer_run), "--words"], "other settings"),
+        ([str(tiny_sase_run)], "another model"),
+        ([str(tiny_transformer_run)], "another data file"),
+    ):
+        given = other if what == "another data file" else data
         assert main(["attention", *args, "--input", str(given), "--out", str(out)]) == 2
         assert capsys.readouterr().err.strip().splitlines() == [refused.format(what)]
     assert files(out) == before

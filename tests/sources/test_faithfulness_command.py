@@ -9,9 +9,11 @@ is zero: the same input as the embedding set to zero), a BERT's removed token is
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -204,6 +206,13 @@ def test_texts_as_arguments_are_a_data_set_in_the_out_folder(tiny_sase_run, tmp_
     )
 
 
+def test_an_empty_stdin_is_refused_in_one_line_before_anything_is_written(tiny_sase_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\n  \n")))
+    assert main(["faithfulness", str(tiny_sase_run), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["attnkit: error: <stdin>: no texts"]
+    assert not (tmp_path / "out").exists()
+
+
 def test_another_model_data_file_or_settings_is_refused_in_one_line(tiny_sase_run, tiny_rnn_run, tmp_path, capsys):
     data, out = _data(tmp_path, SENTENCES[:1]), tmp_path / "out"
     args = ["faithfulness", str(tiny_sase_run), "--input", str(data), "--out", str(out), "--methods", "random"]
@@ -211,8 +220,7 @@ def test_another_model_data_file_or_settings_is_refused_in_one_line(tiny_sase_ru
     capsys.readouterr()
     assert main([*args, "--seed", "1"]) == 2
     assert (
-        capsys.readouterr().err.strip()
-        == f"attnkit: error: {out / EXAMPLES}: written for another settings; cannot resume: use another --out or delete the file"
+        capsys.readouterr().err.strip() == f"attnkit: error: {out / EXAMPLES}: written for other settings; cannot resume: use another --out or delete the file"
     )
     assert (
         main(["faithfulness", str(tiny_sase_run), "--input", str(_data(tmp_path, SENTENCES[1:2], "other.tsv")), "--out", str(out), "--methods", "random"]) == 2

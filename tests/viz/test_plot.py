@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import struct
+import sys
 
 from attnkit.cli import main
 
@@ -45,3 +47,10 @@ def test_plot_errors_are_one_line(tiny_transformer_run, tmp_path, capsys):
     (tmp_path / "file").write_text("")
     assert main(["plot", str(tiny_transformer_run), "t1", "--out", str(tmp_path / "file")]) == 2
     assert capsys.readouterr().err == f"attnkit: error: {tmp_path / 'file'}: exists and is not a folder\n"
+
+
+def test_a_plot_without_input_is_one_line(tiny_transformer_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\n \n")))
+    assert main(["plot", str(tiny_transformer_run), "--out", str(tmp_path / "maps")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["attnkit: error: <stdin>: no input: give a sentence, --input FILE (one a line) or lines on stdin"]
+    assert not (tmp_path / "maps").exists()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -100,3 +102,14 @@ def test_report_of_a_run_with_a_corrupt_metrics_line_is_one_line(tiny_trained_ru
         == f"attnkit: error: {run / 'metrics.jsonl'}, line 9: not JSON (Expecting property name enclosed in double quotes at column 2)"
     )
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("argv", [["--long"], []], ids=["long without --document", "empty stdin"])
+def test_a_report_without_input_is_one_line(argv, tiny_transformer_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\n")))
+    assert main(["report", str(tiny_transformer_run), *argv, "--out", str(tmp_path / "x.html")]) == 2
+    expected = (
+        "report --long: give the document as --document FILE" if argv else "<stdin>: no input: give a sentence, --input FILE (one a line) or lines on stdin"
+    )
+    assert capsys.readouterr().err.strip().splitlines() == [f"attnkit: error: {expected}"]
+    assert not (tmp_path / "x.html").exists()

@@ -118,7 +118,9 @@ def _data_set(args: argparse.Namespace) -> Path:
 
     if args.input and not args.text:
         return Path(args.input)
-    texts, _ = read_texts(args)
+    texts, where = read_texts(args)
+    if not any(text.strip() for text in texts):
+        raise AttnkitError(f"{where}: no texts")
     path = Path(args.out) / "texts.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "".join(text.replace("\n", " ") + "\n" for text in texts))
@@ -134,13 +136,14 @@ def add_faithfulness(sub: argparse._SubParsersAction) -> None:
         help="is attention an explanation? ERASER comprehensiveness/sufficiency, deletion curves and Kendall tau over a data set",
         description="Rank each text's tokens by every layer's attention, rollout, flow, input x gradient, integrated gradients, "
         "leave-one-out and a random ranking, remove the top-ranked tokens and measure the output's probability "
-        "(DeYoung et al. 2020; docs/analysis.md). Resumable: run it again with the same --out.",
+        "(DeYoung et al. 2020; docs/analysis.md). Resumable: run it again with the same --out. Under torchrun the texts "
+        "are split across the ranks (docs/distributed.md).",
         epilog=example("attnkit faithfulness runs/sase-sst2 --input dev.csv --out faith/ --limit 200"),
     )
     p.add_argument("source", help="an attnkit run folder (classifier or translation), or a Hugging Face sequence classifier (folder or hub id)")
-    add_text(p, "texts to measure (--input: also a TSV/CSV/JSONL table with a text column; a label column is not needed)")
+    add_text(p, "texts to measure (or a TSV/CSV/JSONL table with a text column; a label column is not needed)")
     p.add_argument("--out", required=True, help="folder for examples.jsonl (the progress), faithfulness.json, faithfulness.md and deletion.png")
-    p.add_argument("--limit", type=positive_int, help="the first N texts only")
+    p.add_argument("--limit", type=positive_int, help="the first N texts only (default: every text)")
     p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS), help="the rankings (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random ranking (default 0)")
     p.add_argument("--text-column", default="text", help="the text's column in TSV/CSV/JSONL (default: text)")
@@ -160,8 +163,9 @@ def add(sub: argparse._SubParsersAction) -> None:
         "the separator/end token, punctuation, the previous and the next token (Clark et al. 2019). With --importance: "
         "each head's importance, Michel et al. (2019)'s gradient proxy over source<TAB>reference lines (a source alone: "
         "scored against the run's own output); --prune also masks the least important heads STEP at a time and reports "
-        "teacher-forced accuracy and loss at each step (docs/analysis.md).",
-        epilog=example("attnkit heads runs/m30k --input test.en --out heads/"),
+        "teacher-forced accuracy and loss at each step (docs/analysis.md); resumable, and under torchrun the pairs and steps "
+        "are split across the ranks (docs/distributed.md).",
+        epilog=example("attnkit heads runs/m30k --input test.en --out heads/", "attnkit heads runs/m30k --input pairs.tsv --out heads/ --importance --prune 8"),
     )
     p.add_argument("run", help="run folder")
     add_text(p, "sentences (--importance: source<TAB>reference lines, or sources alone)")

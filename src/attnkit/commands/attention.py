@@ -34,11 +34,10 @@ def _budget(args: argparse.Namespace) -> int | None:
 
 
 def _long(args: argparse.Namespace, text: str | None) -> dict:
-    from attnkit.sources import is_run
     from attnkit.sources.hf.long import LongOptions, export_long
+    from attnkit.sources.hf.long.options import refuse_run
 
-    if is_run(args.source):
-        raise AttnkitError(f"{args.source}: --long reads Hugging Face decoder and encoder models; attnkit runs take the full maps (leave out --long)")
+    refuse_run(args.source)
     if text is None:
         raise AttnkitError("--long: give the text or --document FILE")
     if args.flow or args.attribute or args.words:
@@ -104,11 +103,11 @@ def _add_long(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--long", nargs="?", const="all", choices=MODES,
                    help="a long input through a Hugging Face decoder or encoder, its own attention kernel kept: per-layer and -head summaries, "
-                   "pooled maps, exact rows and rollout rows instead of every map (`--long rows`: exact rows only)")  # fmt: skip
+                   "pooled maps, exact rows and rollout rows instead of every map (`--long` alone: all; `--long rows`: exact rows only)")  # fmt: skip
     p.add_argument("--rows", nargs="+", metavar="Q", help="with --long: the query positions of the exact rows and rollout rows: q (negative "
                    "from the end) or a:b (default: a decoder's last token, an encoder's first)")  # fmt: skip
     p.add_argument("--layers", nargs="+", type=positive_int, metavar="L", help="with --long: keep these layers only (1 is the first; default: all)")
-    p.add_argument("--heads", nargs="+", type=non_negative_int, metavar="H", help="with --long: the heads of the exact rows (default: all)")
+    p.add_argument("--heads", nargs="+", type=non_negative_int, metavar="H", help="with --long: the heads of the exact rows (0 is the first; default: all)")
     p.add_argument("--window", type=positive_int, default=64, help="with --long: the local window of the `local` summary, in tokens")
     p.add_argument("--max-memory", metavar="SIZE", help="Hugging Face text models: the memory budget, e.g. 8G (default: half of the memory available)")
 

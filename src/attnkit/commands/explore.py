@@ -37,7 +37,12 @@ def _lines(args: argparse.Namespace) -> list[str | None]:
         if args.text is not None or args.input:
             raise AttnkitError(f"give a sentence, --input FILE or --document {args.document}, not two")
         return [read_document(args.document)]
-    return [args.text] if args.text is not None or args.image is not None else read_input(args.input)
+    if args.text is not None or args.image is not None:
+        return [args.text]
+    lines = read_input(args.input)
+    if not any(lines):  # an empty or blank stdin or file
+        raise AttnkitError(f"{args.input or '<stdin>'}: no input: give a sentence, --input FILE (one a line) or lines on stdin")
+    return lines
 
 
 def _options(args: argparse.Namespace):
@@ -94,19 +99,16 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _long_report(args: argparse.Namespace, text: str | None) -> int:
+def _long_report(args: argparse.Namespace, text: str) -> int:
     """`report SOURCE --document FILE --long`: the page of a long document, offline (pooled levels, grids, --rows)."""
-    from attnkit.sources import is_run
     from attnkit.sources.hf.long.budget import parse_size
     from attnkit.sources.hf.long.document import read_document as read_long
     from attnkit.sources.hf.long.export import open_model
+    from attnkit.sources.hf.long.options import refuse_run
     from attnkit.sources.hf.long.record import long_record
     from attnkit.viz.report import template, write_report
 
-    if is_run(args.run):
-        raise AttnkitError(f"{args.run}: --long reads Hugging Face decoder and encoder models; attnkit runs take the full maps (leave out --long)")
-    if text is None or args.document is None:
-        raise AttnkitError("report --long: give the document as --document FILE")
+    refuse_run(args.run)
     hf = open_model(args.run)
     budget = parse_size(args.max_memory) if args.max_memory else None
     doc = read_long(hf, text, args.window, tuple(args.rows or ()), budget, args.truncate)
@@ -136,6 +138,8 @@ def write_page(
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.long and args.document is None:  # before stdin is read
+        raise AttnkitError("report --long: give the document as --document FILE")
     lines = _lines(args)
     if args.long:
         return _long_report(args, lines[0])
@@ -255,9 +259,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def _add_long_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--document", metavar="FILE", help="one document as one input, whole (`-`: stdin)")
-    p.add_argument("--long", action="store_true", help="with --document: a long document through a Hugging Face decoder, offline: its pooled "
+    p.add_argument("--long", action="store_true", help="with --document: a long document through a Hugging Face decoder or encoder, offline: its pooled "
                    "maps (zoom to the finest level the page holds, --max-cells), the summaries' layer x head grids, and the exact rows of --rows")  # fmt: skip
-    p.add_argument("--rows", nargs="+", metavar="Q", help="with --long: the query positions of exact rows: q (negative from the end) or a:b")
+    p.add_argument("--rows", nargs="+", metavar="Q", help="with --long: the query positions of exact rows: q (negative from the end) or a:b "
+                   "(default: a decoder's last token, an encoder's first)")  # fmt: skip
     p.add_argument("--window", type=positive_int, default=64, help="with --long: the local window of the `local` summary, in tokens")
     p.add_argument("--max-memory", metavar="SIZE", help="with --long: the memory budget, e.g. 8G (default: half of the memory available)")
 
@@ -274,7 +279,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         epilog=example("attnkit serve runs/m30k --hf Helsinki-NLP/opus-mt-en-de --port 8000"),
     )
     p.add_argument("runs", nargs="*", metavar="RUN", help="run folders (each served under its folder name)")
-    p.add_argument("--hf", action="append", metavar="SOURCE", help="a Hugging Face model folder or hub id for the /attention page (repeat for more)")
+    p.add_argument("--hf", action="append", metavar="SOURCE", help="a Hugging Face model folder or hub id for the /attention page "
+                   "(a decoder: the /long page too; repeat for more)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=port, default=8000, help="TCP port (0: any free port)")
     p.add_argument("--max-texts", type=positive_int, default=64, help="texts per request (more: 413); also sets the body limit")

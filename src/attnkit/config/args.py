@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from attnkit.data.text import read_lines
+from attnkit.data.text import invalid_utf8, read_lines
 from attnkit.errors import DataError
 
 
@@ -61,7 +61,7 @@ def read_input(path: str | None) -> list[str]:
         try:
             return [line.rstrip("\r\n").strip() for line in sys.stdin.buffer.read().decode("utf-8").splitlines()]
         except UnicodeDecodeError as e:
-            raise DataError(f"<stdin>: invalid UTF-8 at byte {e.start}") from None
+            raise invalid_utf8("<stdin>", e) from None
     return read_lines(path)
 
 
@@ -75,7 +75,7 @@ def read_document(path: str) -> str:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise DataError(f"{where}: invalid UTF-8 at byte {e.start}") from None
+        raise invalid_utf8(where, e) from None
     if not text.strip():
         raise DataError(f"{where}: the document is empty")
     return text

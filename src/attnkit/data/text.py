@@ -76,7 +76,16 @@ def iter_text_lines(path: str | Path, *, errors: str = "strict", strip: bool = T
         try:
             yield number, decode_line(raw, number, errors, strip)
         except UnicodeDecodeError as err:
-            raise DataError(f"{path}, line {number}: invalid UTF-8 (byte 0x{err.object[err.start]:02x} at column {err.start + 1})") from None
+            raise invalid_utf8(path, err, number) from None
+
+
+def invalid_utf8(where: str | Path, err: UnicodeDecodeError, first_line: int = 1) -> DataError:
+    """The one-line error for the first byte that `err` could not decode: its line (counting from
+    `first_line`, the line `err.object` starts on) and its column (in bytes, from 1)."""
+    data, start = err.object, err.start
+    line = first_line + data.count(b"\n", 0, start)
+    column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+    return DataError(f"{where}, line {line}: invalid UTF-8 (byte 0x{data[start]:02x} at column {column})")
 
 
 def read_lines(path: str | Path, *, errors: str = "strict") -> list[str]:

@@ -19,7 +19,7 @@ from typing import Literal
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, TooManyTokens
 from attnkit.families.protocol import Api, OptionalInt, Page, Text
 from attnkit.sources.options import AttentionOptions
 from attnkit.sources.page import page_record
@@ -48,6 +48,11 @@ class AttentionRequest(BaseModel):
 class AttentionResponse(BaseModel):
     model: str
     record: dict
+
+
+def detail(e: AttnkitError) -> str:
+    """An error's answer: its line, less the command-line options a request cannot give (`TooManyTokens.served`)."""
+    return e.served if isinstance(e, TooManyTokens) else str(e)
 
 
 class SourceInfo(BaseModel):
@@ -83,7 +88,7 @@ def add_routes(app: FastAPI, sources: dict[str, Source], max_chars: int, max_cel
         try:
             record = await asyncio.to_thread(run)
         except AttnkitError as e:
-            raise HTTPException(422, str(e)) from None
+            raise HTTPException(422, detail(e)) from None
         except Exception as e:
             raise HTTPException(500, f"model {name!r} failed: {type(e).__name__}: {e}") from None
         return AttentionResponse(model=name, record=record)

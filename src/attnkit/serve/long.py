@@ -28,7 +28,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from attnkit.errors import AttnkitError
 from attnkit.families.protocol import Api, OptionalInt, Page, Text
-from attnkit.sources.hf.load import HfModel
+from attnkit.serve.explorer import detail
+from attnkit.sources.hf.load import ARCH_NOUNS, HfModel
 from attnkit.sources.hf.long.budget import gib
 from attnkit.sources.hf.long.cache import DocumentCache, TooLarge, document_id
 from attnkit.sources.hf.long.document import LongDocument, kept_bytes, read_document
@@ -106,6 +107,7 @@ class KeptDocument(BaseModel):
 
 
 class LongCacheInfo(BaseModel):
+    models: list[str]  # the served decoders, which read long documents (the page's model picker)
     max_bytes: int  # --long-cache
     used_bytes: int
     keeps: str  # the policy, in words
@@ -127,12 +129,16 @@ class LongDocuments:
         self.models: dict[str, HfModel] = {}
         self.reading = threading.Lock()  # one forward pass at a time: the capture is one per process
 
+    def decoders(self) -> list[str]:
+        """The names of the served models that read long documents."""
+        return [name for name, hf in self.sources.items() if hf.arch == "decoder"]
+
     def _model(self, name: str) -> HfModel:
         from attnkit.sources.hf.long.export import open_model
 
         if name not in self.models:
             if self.sources[name].arch != "decoder":
-                raise AttnkitError(f"{name}: long documents go through decoder (causal language) models; this one is {self.sources[name].arch}")
+                raise AttnkitError(f"{name}: long documents go through decoder (causal language) models; this one is {ARCH_NOUNS[self.sources[name].arch]}")
             self.models[name] = open_model(self.sources[name].name)
         return self.models[name]
 
@@ -192,13 +198,17 @@ def add_long_routes(app: FastAPI, docs: LongDocuments, errors: dict) -> None:
     @app.get("/v1/long", response_model=LongCacheInfo)
     async def kept() -> LongCacheInfo:
         listed = [KeptDocument(document=k, model=d.model, tokens=len(d.tokens), bytes=d.nbytes) for k, d in docs.cache.documents()]
-        return LongCacheInfo(max_bytes=docs.cache.max_bytes, used_bytes=docs.cache.used(), keeps=keeps(docs.cache.max_bytes), documents=listed)
+        return LongCacheInfo(
+            models=docs.decoders(), max_bytes=docs.cache.max_bytes, used_bytes=docs.cache.used(), keeps=keeps(docs.cache.max_bytes), documents=listed
+        )
 
     @app.post("/v1/long", response_model=LongResponse, responses=errors, description=keeps(docs.cache.max_bytes))
     async def read(body: LongRequest) -> LongResponse:
-        name = body.model or next((n for n, hf in docs.sources.items() if hf.arch == "decoder"), None)
+        decoders = docs.decoders()
+        name = body.model or next(iter(decoders), None)
         if name not in docs.sources:
-            raise HTTPException(404, f"unknown Hugging Face decoder {name!r}; loaded: {', '.join(docs.sources) or 'none (serve --hf MODEL)'}")
+            asked = f"unknown Hugging Face decoder {name!r}" if name else "no Hugging Face decoder is served"
+            raise HTTPException(404, f"{asked}; decoders served: {', '.join(decoders) or 'none (serve --hf MODEL)'}")
         if len(body.document) > docs.max_chars:
             raise HTTPException(413, f"document: {len(body.document):,} characters, at most {docs.max_chars:,} (--long-max-chars)")
         if not body.document.strip():
@@ -206,7 +216,7 @@ def add_long_routes(app: FastAPI, docs: LongDocuments, errors: dict) -> None:
         try:
             key, doc, cached, evicted = await asyncio.to_thread(docs.read, name, body.document, body.window)
         except AttnkitError as e:
-            raise HTTPException(413 if isinstance(e, TooLarge) else 422, str(e)) from None
+            raise HTTPException(413 if isinstance(e, TooLarge) else 422, detail(e)) from None
         except Exception as e:
             raise HTTPException(500, f"model {name!r} failed: {type(e).__name__}: {e}") from None
         record = long_record(doc, body.document, 0, key)

@@ -25,7 +25,7 @@ from typing import Any
 from attnkit.errors import AttnkitError
 from attnkit.io import append_text, hash_file
 
-FINGERPRINTS = (("model", "model"), ("data file", "data"), ("settings", "settings"))  # (what a refusal names, header key)
+FINGERPRINTS = (("another model", "model"), ("another data file", "data"), ("other settings", "settings"))  # (what a refusal names, header key)
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def parse_progress(path: Path, data: bytes, expected: dict, what: str) -> list[d
         raise AttnkitError(f"{path}: not {what}; use another --out")
     differ = [name for name, key in FINGERPRINTS if found.get(key) != expected[key]]
     if differ:
-        raise AttnkitError(f"{path}: written for another {' and '.join(differ)}; cannot resume: use another --out or delete the file")
+        raise AttnkitError(f"{path}: written for {' and '.join(differ)}; cannot resume: use another --out or delete the file")
     return records
 
 

@@ -46,6 +46,7 @@ def test_document_file(hf_folder, tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     reference, tokens = _eager(folder, DOCUMENT)
     assert summary["tokens"] == len(tokens) and summary["layers"] == 2 and summary["rollout"]
+    assert summary["model"] == str(folder)  # the model as given, as the eager road's summary names it
     z = np.load(out)
     assert list(z["tokens"]) == tokens and list(z["layers"]) == [1, 2]
     assert list(z["rows"]) == [2, 3, len(tokens) - 1]
@@ -92,10 +93,23 @@ def test_refusals_are_one_line(hf_folder, tmp_path, capsys):
     assert "no-such.txt: cannot read the document" in _error(capsys, folder, "--document", str(tmp_path / "no-such.txt"), "--out", out)
     line = _error(capsys, folder, "the cat sat", "--max-memory", "1K", "--out", out)
     assert "the full maps of 4 tokens need about" in line and "--long takes the input without them" in line
-    assert "--long reads decoder (causal language) and encoder (BERT-like) models; this one is encoder-decoder" in _error(
+    assert "--long reads decoder (causal language) and encoder (BERT-like) models; this one is an encoder-decoder model" in _error(
         capsys, str(hf_folder("marian")), "a", "--long", "--out", out
     )
     assert "go with --long" in _error(capsys, folder, "the cat", "--rows", "1", "--out", out)
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_a_bad_document_is_one_line_naming_its_line_and_column(hf_folder, tmp_path, capsys, monkeypatch):
+    folder, out = str(hf_folder("llama")), str(tmp_path / "x.npz")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xef\xbb\xbfthe cats\nsat \xffon\n")  # a BOM, then a bad byte on line 2
+    assert _error(capsys, folder, "--document", str(bad), "--long", "--out", out) == f"attnkit: error: {bad}, line 2: invalid UTF-8 (byte 0xff at column 5)"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xc3\x28 the cat")))
+    assert _error(capsys, folder, "--document", "-", "--long", "--out", out) == "attnkit: error: <stdin>, line 1: invalid UTF-8 (byte 0xc3 at column 1)"
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n", encoding="utf-8")
+    assert _error(capsys, folder, "--document", str(blank), "--long", "--out", out) == f"attnkit: error: {blank}: the document is empty"
     assert not (tmp_path / "x.npz").exists()
 
 
@@ -126,7 +140,9 @@ def test_encoder_refusals_are_one_line(hf_folder, tmp_path, capsys, monkeypatch)
     long_doc = tmp_path / "long.txt"
     long_doc.write_text(DOCUMENT * 3, encoding="utf-8")
     assert "the text is 71 tokens, the model takes at most 32 (--truncate cuts it)" in _error(capsys, bert, "--document", str(long_doc), "--long", "--out", out)
-    assert "--max-new-tokens generates with a decoder; this one is encoder" in _error(capsys, bert, "the cat", "--long", "--max-new-tokens", "2", "--out", out)
+    assert "--max-new-tokens generates with a decoder; this one is an encoder" in _error(
+        capsys, bert, "the cat", "--long", "--max-new-tokens", "2", "--out", out
+    )
     # RoBERTa's 40 positions count from after its pad's: 39 tokens
     assert "the text is 40 tokens, the model takes at most 39" in _error(capsys, str(hf_folder("roberta")), "the " * 38, "--long", "--out", out)
     deberta = str(hf_folder("deberta"))  # refused before its forward pass (eager, N x N)

@@ -96,8 +96,8 @@ def test_refusals_are_one_line(models):
     client = _client(models, long_chars=100)
     key = client.post("/v1/long", json={"document": A}).json()["document"]
     cases = [
-        ("/v1/long", {"model": "bert", "document": A}, 422, "bert: long documents go through decoder (causal language) models; this one is encoder"),
-        ("/v1/long", {"model": "nope", "document": A}, 404, "unknown Hugging Face decoder 'nope'; loaded: llama, bert"),
+        ("/v1/long", {"model": "bert", "document": A}, 422, "bert: long documents go through decoder (causal language) models; this one is an encoder"),
+        ("/v1/long", {"model": "nope", "document": A}, 404, "unknown Hugging Face decoder 'nope'; decoders served: llama"),
         ("/v1/long", {"document": "the " * 30}, 413, "document: 120 characters, at most 100 (--long-max-chars)"),
         ("/v1/long", {"document": "  "}, 422, "document: empty text"),
         ("/v1/long/tile", {"document": key, "layer": 3, "q0": 0, "q1": 1, "k0": 0, "k1": 1}, 422, "layer: 3; the document has layers 1 to 2"),
@@ -110,8 +110,13 @@ def test_refusals_are_one_line(models):
     for path, body, status, detail in cases:
         response = client.post(path, json=body)
         assert (response.status_code, response.json()["detail"]) == (status, detail)
+    assert _client(models).get("/v1/long").json()["models"] == ["llama"]  # the page's picker: the decoders, not the BERT
+    alone = TestClient(create_app({}, Limits(), hf={"bert": models["bert"]})).post("/v1/long", json={"document": A})
+    assert (alone.status_code, alone.json()["detail"]) == (404, "no Hugging Face decoder is served; decoders served: none (serve --hf MODEL)")
     long = _client(models).post("/v1/long", json={"document": "the cat " * 40})  # 80 tokens, the model takes 32
-    assert long.status_code == 422 and len(long.json()["detail"].splitlines()) == 1
+    assert long.status_code == 422 and long.json()["detail"].endswith("llama: the text is 120 tokens, the model takes at most 32")  # no --truncate
+    long = _client(models).post("/v1/attention", json={"model": "bert", "text": "the cat " * 40})
+    assert long.status_code == 422 and long.json()["detail"].endswith("bert: the text is 122 tokens, the model takes at most 32")
 
 
 def test_the_schema_documents_the_routes_and_limits(models):
@@ -134,6 +139,15 @@ def test_offline_report_keeps_levels_and_rows(hf_folder, tmp_path, capsys):
     long = record["long"]
     assert long["document"] is None and list(long["pooled"]) == ["64"] and long["rows"]["positions"] == [2, len(long["tokens"]) - 1]
     assert len(long["rows"]["data"]) == 2 and len(long["rows"]["data"][0]) == 4 and "AttnLong" in html
+
+
+def test_an_offline_report_of_a_run_at_length_is_refused_in_one_line(tiny_transformer_run, tmp_path, capsys):
+    doc = tmp_path / "doc.txt"
+    doc.write_text("t1 t2", encoding="utf-8")
+    assert main(["report", str(tiny_transformer_run), "--document", str(doc), "--long", "--out", str(tmp_path / "x.html")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"attnkit: error: {tiny_transformer_run}: --long reads Hugging Face decoder and encoder models; attnkit runs take the full maps (leave out --long)"
+    ]
 
 
 def test_a_long_document_has_its_own_body_limit(models):

@@ -5,9 +5,9 @@
 "use strict";
 
 (async () => {
-  const sources = (await (await fetch("/v1/sources")).json()).filter((s) => s.type === "hf"), picker = document.getElementById("model");
-  for (const s of sources) picker.appendChild(Object.assign(document.createElement("option"), {value: s.name, textContent: s.name}));
-  document.getElementById("keeps").textContent = (await (await fetch("/v1/long")).json()).keeps;
+  const kept = await (await fetch("/v1/long")).json(), picker = document.getElementById("model");
+  for (const name of kept.models) picker.appendChild(Object.assign(document.createElement("option"), {value: name, textContent: name}));
+  document.getElementById("keeps").textContent = kept.keeps;
 })();
 
 document.getElementById("file").addEventListener("change", async (event) => {

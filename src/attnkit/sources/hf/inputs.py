@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, TooManyTokens
 from attnkit.sources.hf.load import HfModel
 from attnkit.sources.options import AttentionOptions
 
@@ -45,7 +45,7 @@ def _ids(hf: HfModel, text: str, truncate: bool, target: bool = False) -> Tensor
     if limit is not None and ids.size(1) > limit:
         if not truncate:
             what = "target" if target else "text"
-            raise AttnkitError(f"{hf.name}: the {what} is {ids.size(1)} tokens, the model takes at most {limit} (--truncate cuts it)")
+            raise TooManyTokens(f"{hf.name}: the {what} is {ids.size(1)} tokens, the model takes at most {limit}{TooManyTokens.HINT}")
         ids = hf.tokenizer(**kwargs, truncation=True, max_length=limit, return_tensors="pt")["input_ids"]  # (1, limit)
     if ids.size(1) == 0:
         raise AttnkitError(f"{hf.name}: the text has no tokens")
@@ -93,7 +93,7 @@ def pair_inputs(hf: HfModel, text: str, truncate: bool) -> HfInputs:
     limit = hf.max_positions
     enc = hf.tokenizer(first, second, return_tensors="pt", **({"truncation": True, "max_length": limit} if truncate and limit else {}))
     if limit is not None and enc["input_ids"].size(1) > limit:
-        raise AttnkitError(f"{hf.name}: the pair is {enc['input_ids'].size(1)} tokens, the model takes at most {limit} (--truncate cuts it)")
+        raise TooManyTokens(f"{hf.name}: the pair is {enc['input_ids'].size(1)} tokens, the model takes at most {limit}{TooManyTokens.HINT}")
     inputs = {k: v.to(hf.model.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}  # (1, S) each
     return HfInputs(inputs, hf.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), specials=set(hf.tokenizer.all_special_tokens))
 

@@ -27,6 +27,9 @@ log = logging.getLogger("attnkit")
 WHAT = "Hugging Face models in the explorer"  # what needs transformers, in the one line when it is missing
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_source_positions")
 
+# An architecture (`HfModel.arch`) in a sentence: "this one is an encoder".
+ARCH_NOUNS = {"encoder": "an encoder", "decoder": "a decoder", "encoder-decoder": "an encoder-decoder model", "vision": "a vision model"}
+
 
 @dataclass
 class HfModel:

@@ -30,7 +30,7 @@ import torch
 
 from attnkit.errors import AttnkitError
 from attnkit.progress import bar
-from attnkit.sources.hf.load import HfModel, load
+from attnkit.sources.hf.load import ARCH_NOUNS, HfModel, load
 from attnkit.sources.hf.long import budget
 from attnkit.sources.hf.long.blocks import KeptLayer
 from attnkit.sources.hf.long.capture import IMPLEMENTATION, capturing, register
@@ -50,7 +50,7 @@ def open_model(source: str) -> HfModel:
     register()
     hf = load(source, attn_implementation=IMPLEMENTATION)
     if hf.arch not in ARCHS:
-        raise AttnkitError(f"{source}: --long reads decoder (causal language) and encoder (BERT-like) models; this one is {hf.arch}")
+        raise AttnkitError(f"{source}: --long reads decoder (causal language) and encoder (BERT-like) models; this one is {ARCH_NOUNS[hf.arch]}")
     if not getattr(type(hf.model), "_supports_attention_backend", True):  # transformers' mark of the attention interface
         raise AttnkitError(f"{source}: {EAGER_ONLY}")
     return hf
@@ -127,13 +127,13 @@ def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWrit
     check_choice("layers", options.layers, shape.layers, 1)
     check_choice("heads", options.heads, shape.heads, 0)
     if options.new_tokens and hf.arch != "decoder":
-        raise AttnkitError(f"{hf.name}: --max-new-tokens generates with a decoder; this one is {hf.arch}")
+        raise AttnkitError(f"{hf.name}: --max-new-tokens generates with a decoder; this one is {ARCH_NOUNS[hf.arch]}")
     rows = resolve_rows(options.rows, n, DEFAULT_ROW[hf.arch])
     rows_only = options.mode == "rows"
     plan = budget.Plan(len(options.layers or range(shape.layers)), len(rows) + (options.new_tokens or 0), len(options.heads or range(shape.heads)), rows_only)
     est = budget.check(hf.name, shape, n, plan, options.max_memory or budget.available_memory() // 2)
     budget.release_freed_memory()
-    summary = {"model": type(hf.model).__name__, "tokens": n, "rows": len(rows), "mode": options.mode,
+    summary = {"model": hf.name, "tokens": n, "rows": len(rows), "mode": options.mode,
                "estimate": {"memory_bytes": est.memory, "disk_bytes": est.disk, "spilled_bytes": est.spilled}}  # fmt: skip
     with ExitStack() as stack:
         spill = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="attnkit-spill-"))) if est.spilled else None

@@ -26,6 +26,14 @@ class LongOptions:
             raise AttnkitError(f"--long {self.mode}: give one of {', '.join(MODES)}")
 
 
+def refuse_run(source: str) -> None:
+    """Refuse `--long` on an attnkit run folder in one line (`attention --long` and `report --long` alike)."""
+    from attnkit.sources import is_run
+
+    if is_run(source):
+        raise AttnkitError(f"{source}: --long reads Hugging Face decoder and encoder models; attnkit runs take the full maps (leave out --long)")
+
+
 def _position(text: str, n: int) -> int:
     try:
         q = int(text)
