@@ -65,7 +65,7 @@ demo: $(VENV)/.runtime jemalloc
 # check beside it (it waits on pip, the build and its subprocesses more than on the CPU); `pytest -n 0` runs serially.
 test: install lint jemalloc chromium
 	@$(PY) scripts/check_wheel.py & wheel=$$!; \
-		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder; tests=$$?; \
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=25; tests=$$?; \
 		wait $$wheel; wheel=$$?; \
 		[ $$tests = 0 ] || echo "make test: pytest failed (exit code $$tests)"; \
 		[ $$wheel = 0 ] || echo "make test: scripts/check_wheel.py failed (exit code $$wheel)"; \
