@@ -157,19 +157,23 @@ def gib(size: int) -> str:
 
 M_MMAP_THRESHOLD = -3  # mallopt's parameter (malloc.h)
 MMAP_THRESHOLD = 128 * 2**10  # glibc's default: larger arrays are mapped on their own and unmapped when freed
+SCAN_MMAP_THRESHOLD = 32 * 2**20  # glibc's largest: the scans' blocks come from the heap, reused
 
 
-def release_freed_memory() -> None:
-    """Keep glibc's mmap threshold at its default (128 KiB) for the rest of the process: left to itself it rises to the
-    largest array freed (up to 32 MiB), and the arrays below it then come from the heap, which keeps what the forward
-    pass freed, so the peak resident size grows well past the bytes alive (which the estimate counts). Other C
-    libraries: nothing."""
+def release_freed_memory(threshold: int = MMAP_THRESHOLD) -> None:
+    """Hold glibc's mmap threshold at `threshold` for the rest of the process (or until the next call). Left to
+    itself it rises to the largest array freed (up to 32 MiB), and the arrays below it then come from the heap,
+    which keeps what the forward pass freed, so the peak resident size grows well past the bytes alive (which the
+    estimate counts): the forward pass runs at glibc's default, 128 KiB, every activation mapped on its own and
+    unmapped when freed. The scans then run at `SCAN_MMAP_THRESHOLD`: their blocks (`blocks.BLOCK_BYTES`) come
+    from the heap, the same bytes reused block after block, instead of being mapped, zero-filled page by page and
+    unmapped for every block. Other C libraries: nothing."""
     import ctypes
     import ctypes.util
 
     name = ctypes.util.find_library("c")
     if name is not None and hasattr(lib := ctypes.CDLL(name), "mallopt"):
-        lib.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        lib.mallopt(M_MMAP_THRESHOLD, threshold)
 
 
 def available_memory() -> int:

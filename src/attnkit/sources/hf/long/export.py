@@ -138,6 +138,7 @@ def write_ids(hf: HfModel, ids: torch.Tensor, tokens: list[str], writer: NpzWrit
     with ExitStack() as stack:
         spill = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="attnkit-spill-"))) if est.spilled else None
         kept = forward(hf, ids, frozenset(options.layers) if options.layers else None, torch.tensor(rows) if rows_only else None, spill)
+        budget.release_freed_memory(budget.SCAN_MMAP_THRESHOLD)
         summary["layers"] = len(kept)
         _write_kept(writer, kept, tokens, rows, shape, options)
         if not rows_only:
