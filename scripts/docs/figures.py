@@ -10,7 +10,7 @@ A page does not type a measured figure; it writes a marker that the build replac
   the first .jsonl line whose fields equal `where`; divided by the same field of the line `over`
   picks (a ratio); or the mean over the lines `mean_of` lists (each may name its own `key`); with
   `pattern`, the number its first group finds in a text field (what a command printed); times
-  `scale`; written with the format `spec` (".2f", ",.0f", "+.2f"), rounded half up (30.25 -> 30.3).
+  `scale`; written with the format `spec` (".2f", ",.0f", "+.2f"), rounded half up (30.25 -> 30.3); ".1e" for the tiny.
 - `machine(file, where=None)` and `date(file, where=None)`: the machine and the date the file (or
   its line) records (`machine`, `cpu`, `doctor_cpu` or `device`; `date`), the machine's short name.
 - `count(glob, capital=False)`: how many repository files match `glob`, in words ("nine").
@@ -115,10 +115,13 @@ def value(file: str, key: str, where=None, over=None, mean_of=None, pattern=None
 
 
 def written(number: float, spec: str) -> str:
-    """`number` written with `spec` (".2f", ",.0f", "+.1f"), rounded half up as a reader rounds."""
+    """`number` written with `spec` (".2f", ",.0f", "+.1f"), rounded half up as a reader rounds; ".1e" for the
+    tiny (a largest difference: 2.6e-15)."""
+    if re.fullmatch(r"\.\de", spec):
+        return format(number, spec)
     match = re.fullmatch(r"(\+?)(,?)\.(\d)f", spec)
     if not match:
-        raise FigureError(f"format {spec!r}: use [+][,].Nf")
+        raise FigureError(f"format {spec!r}: use [+][,].Nf or .Ne")
     rounded = Decimal(repr(number)).quantize(Decimal(10) ** -int(match.group(3)), rounding=ROUND_HALF_UP)
     return format(rounded + 0, spec)  # + 0: no "-0.00"
 
