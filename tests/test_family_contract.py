@@ -147,7 +147,7 @@ def explain(loaded, lines, options) -> list[ExplainedInput]:
 FAMILY = Family(
     name="glancing", kinds=("toy_glance",), run_schema=GlanceRun, api=Api(), task=GlanceTask,
     vocabs_to_json=lambda vocabs, run_dir: {"words": vocabs}, vocabs_from_json=lambda info, run_dir: info["words"], build=build,
-    commands=lambda sub, family: None, evaluate_options=evaluate_options, evaluate=evaluate, explain=explain, info=lambda loaded: {},
+    commands=lambda sub, family, write_page: None, evaluate_options=evaluate_options, evaluate=evaluate, explain=explain, info=lambda loaded: {},
     attention_kinds=(GLANCE,),
 )  # fmt: skip
 

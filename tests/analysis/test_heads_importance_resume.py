@@ -106,11 +106,11 @@ def test_a_progress_file_of_other_lines_a_dtype_or_a_run_is_refused_in_one_line(
     data, out = _data(tmp_path), tmp_path / "out"
     assert main(_args(tiny_transformer_run, data, out)) == 0
     capsys.readouterr()
-    refused = f"attnkit: error: {out / PROGRESS}: written for another {{}}; cannot resume: use another --out or delete the file"
+    refused = f"attnkit: error: {out / PROGRESS}: written for {{}}; cannot resume: use another --out or delete the file"
     assert main(_args(tiny_transformer_run, _data(tmp_path, LINES[:2], "other.tsv"), out)) == 2
-    assert capsys.readouterr().err.strip() == refused.format("data file")
+    assert capsys.readouterr().err.strip() == refused.format("another data file")
     assert main([*_args(tiny_transformer_run, data, out), "--dtype", "bf16"]) == 2
-    assert capsys.readouterr().err.strip() == refused.format("settings")
+    assert capsys.readouterr().err.strip() == refused.format("other settings")
     (out / PROGRESS).write_text("not json\n", encoding="utf-8")
     assert main(_args(tiny_transformer_run, data, out)) == 2
     assert "not a progress file of attnkit heads --importance" in capsys.readouterr().err
