@@ -102,21 +102,27 @@ def texts(n: int, seed: int = 0) -> list[str]:
 
 
 def attnkit_cases(folder: Path, items: list[str], dtype: str = "float64") -> list[dict]:
-    """Per text: the class, tokens, each method's scores, and attnkit's figures in ferret's mode and its own."""
+    """Per text through the Hugging Face classifier in `folder` (`scored_cases`)."""
     import torch
 
-    from attnkit.analysis.faithfulness import faithfulness, ferret_aopc
-    from attnkit.sources.faithfulness import method_scores
     from attnkit.sources.hf.load import load
     from attnkit.sources.hf.scored import scored_hf
     from attnkit.sources.source import HfSource
 
     hf = load(str(folder))
     hf.model.to(getattr(torch, dtype))
+    return scored_cases(items, lambda text, removal: scored_hf(HfSource(hf), text, removal=removal or "mask"))  # mask: its default
+
+
+def scored_cases(items: list[str], scored) -> list[dict]:
+    """Per text: the class, tokens, each method's scores, and attnkit's figures in ferret's mode (deletion) and with
+    its own default removal (`removal=None`); `scored(text, removal)` is the source's `ScoredOutput` of the text."""
+    from attnkit.analysis.faithfulness import faithfulness, ferret_aopc
+    from attnkit.sources.faithfulness import method_scores
+
     cases = []
     for i, text in enumerate(items):
-        e = scored_hf(HfSource(hf), text, removal="delete")
-        own = scored_hf(HfSource(hf), text)  # mask removal: attnkit's default
+        e, own = scored(text, "delete"), scored(text, None)
         scores, _ = method_scores(e, METHODS, seed=i)
         figures, seconds, defaults = {}, {}, {}
         for name, s in scores.items():

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from vs_tools import HERE, METHODS, PAIR, compare, compare_inseq, ferret_env, inseq_env
+from vs_tools import HERE, PAIR, compare, compare_inseq, ferret_env, inseq_env, scored_cases
 
 ATTNKIT = [sys.executable, "-m", "attnkit"]
 SRC = HERE.parent / "src"  # the checkout's attnkit, which ferret's environment reads through PYTHONPATH
@@ -58,29 +58,12 @@ def run_texts(run: Path, sst: Path, n: int) -> list[str]:
 
 
 def attnkit_run_cases(run: Path, items: list[str]) -> list[dict]:
-    """Per text, as `vs_tools.attnkit_cases` writes them for the Hugging Face classifier, through the attnkit run."""
-    from attnkit.analysis.faithfulness import faithfulness, ferret_aopc
+    """Per text, as `vs_tools.scored_cases` writes them, through the attnkit run (its only output: the class)."""
     from attnkit.sources import open_source
-    from attnkit.sources.faithfulness import method_scores
     from attnkit.sources.scored import scored_run
 
     source = open_source(str(run))
-    cases = []
-    for i, text in enumerate(items):
-        (e,) = scored_run(source, text, removal="delete")
-        (own,) = scored_run(source, text)  # the runs' default removal
-        scores, _ = method_scores(e, METHODS, seed=i)
-        figures, seconds, defaults = {}, {}, {}
-        for name, s in scores.items():
-            start = time.perf_counter()
-            figures[name] = ferret_aopc(e.predict, s, e.p)
-            seconds[name] = time.perf_counter() - start
-            m = faithfulness(own.predict, s, own.p)
-            defaults[name] = (m.comprehensiveness_aopc, m.sufficiency_aopc)
-        target = int(e.label.split()[1])  # "class 1 (pos)"
-        cases.append({"text": text, "target": target, "p": e.p, "tokens": e.tokens, "scores": {k: v.tolist() for k, v in scores.items()},
-                      "ferret_mode": figures, "seconds": seconds, "defaults": defaults})  # fmt: skip
-    return cases
+    return scored_cases(items, lambda text, removal: scored_run(source, text, removal=removal)[0])
 
 
 def ferret_run_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
