@@ -142,9 +142,12 @@ def append_text(path: str | Path, text: str) -> None:
         os.close(fd)
 
 
-def remove_temporaries(folder: str | Path) -> list[Path]:
-    """Delete the temporaries `atomic_path` left in `folder` (call it only as the folder's one writer)."""
+def remove_temporaries(folder: str | Path, names: set[str] | None = None) -> list[Path]:
+    """Delete the temporaries `atomic_path` left in `folder` (`.NAME.XXXXXXXX.tmp`), of every file or of the files
+    `names` only (call it only as those files' one writer: another writer's are left to it)."""
     stale = [p for p in Path(folder).glob(f".*{TMP_SUFFIX}") if p.is_file()]
+    if names is not None:
+        stale = [p for p in stale if p.name[1 : -len(TMP_SUFFIX)].rsplit(".", 1)[0] in names]
     for path in stale:
         path.unlink(missing_ok=True)
     return stale

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from attnkit.data.text import read_lines
 from attnkit.errors import AttnkitError, DataError
-from attnkit.io import TMP_SUFFIX, append_text, atomic_write_text
+from attnkit.io import append_text, atomic_write_text, remove_temporaries
 from attnkit.sources.options import AttentionOptions
 from attnkit.sources.progress import Shard, data_fingerprint, model_fingerprint, read_progress, records_elsewhere
 from attnkit.sources.source import Source
@@ -56,14 +56,6 @@ def header(opened: Source, data: str | Path, options: AttentionOptions) -> dict:
     """What the files depend on: the model's files, the input file, the settings (the memory budget aside)."""
     settings = json.loads(json.dumps({k: v for k, v in asdict(options).items() if k != "max_memory"}))  # as read back: tuples are lists
     return {"attnkit_attention": FORMAT, "model": model_fingerprint(opened.files()), "data": data_fingerprint(data), "settings": settings}
-
-
-def remove_stale(out: Path, names: set[str]) -> None:
-    """Delete the temporaries that a killed run left of the files `names` (`io.atomic_path`'s `.NAME.XXXXXXXX.tmp`);
-    another rank's are left to it."""
-    for path in out.glob(f".*{TMP_SUFFIX}"):
-        if path.name[1 : -len(TMP_SUFFIX)].rsplit(".", 1)[0] in names:
-            path.unlink(missing_ok=True)
 
 
 def output_folder(out: str | Path) -> Path:
@@ -105,7 +97,7 @@ def export_inputs(opened: Source, inputs: Sequence[Input], data: str | Path, out
     records = {r["line"]: r for r in read_progress(path, expected, WHAT) + records_elsewhere(out, INDEX, path, expected, WHAT)}
     records = {n: r for n, r in records.items() if (out / r["file"]).exists()}  # an npz deleted since: written again
     mine = shard.mine(inputs)
-    remove_stale(out, {npz_name(n) for n, _ in mine} | ({INDEX} if shard.rank == 0 else set()))
+    remove_temporaries(out, {npz_name(n) for n, _ in mine} | ({INDEX} if shard.rank == 0 else set()))  # another rank's: its own
     write_inputs(opened, mine, data, out, path, records, options, progress)
     parts = shard.gather({n: records[n] for n, _ in mine})
     if parts is None:
