@@ -35,7 +35,8 @@ attnkit is given) of the token's log-probability, and the token's row of each la
 mean. One line per method: the largest difference on one token, the largest score for scale, whether
 both explained the same token, each tool's seconds per text (float32, as inseq runs it): attnkit's input x
 gradient and integrated gradients come from one forward and backward pass (`input_x_gradient_and_integrated_gradients`),
-timed together against inseq's two calls together (the lines' `timed`).
+timed together against inseq's two calls together (the lines' `timed`; `timed_includes` says what each
+span holds, `GENERATION_TIMED`: attnkit's includes tokenizing and picking the next token, as inseq's calls do).
 
 The model runs in float64 in both tools by default (`--dtype`): in float32 the two differ by about
 1e-6 in p(y | x') because they pad their batches of shortened inputs to other lengths (ferret: 8 texts
@@ -173,6 +174,14 @@ def build_gpt2(folder: Path) -> Path:
     return folder
 
 
+GENERATION_TIMED = (
+    "per text: attnkit, input_x_gradient+integrated_gradients: tokenizing, the forward pass that picks the next "
+    "token, inseq's baseline and one forward and backward pass for both methods; attention: the text's record "
+    "(explain_inputs) and its rows; inseq, its attribute call per method (tokenizing, generating the token, "
+    "attributing)"
+)
+
+
 def attnkit_generation(folder: Path, items: list[str], steps: int) -> list[dict]:
     """Per text, attnkit's attributions of the most likely next token's log-probability (inseq's baseline for
     integrated gradients: [UNK] everywhere) and its row of each layer's attention, head mean, as inseq_eval.py writes them."""
@@ -190,11 +199,11 @@ def attnkit_generation(folder: Path, items: list[str], steps: int) -> list[dict]
     hf = load(str(folder))
     cases = []
     for text in items:
+        seconds, start = {}, time.perf_counter()
         prep = prepare(hf, text, AttentionOptions())
-        f, x, label = score_function(hf, prep, None)
+        f, x, label = score_function(hf, prep, None)  # the next token: one forward pass
         with torch.no_grad():
             base = hf.model.get_input_embeddings()(torch.full_like(prep.inputs["input_ids"], hf.tokenizer.unk_token_id))[0]  # (T, D)
-        seconds, start = {}, time.perf_counter()
         ixg, ig = input_x_gradient_and_integrated_gradients(f, x, baseline=base, steps=steps)  # one forward and backward pass
         seconds[PAIR], start = time.perf_counter() - start, time.perf_counter()
         (record,) = explain_inputs(HfSource(hf), [text], AttentionOptions())  # the one road's record of the text
@@ -221,7 +230,7 @@ def compare_inseq(cases: list[dict], tool: list[dict], stamp: dict, same: list[b
     """One line per method: the largest difference on one token, the largest score for scale, and the seconds per
     text of what computed it (`timed`), set beside inseq's calls of the same methods together: attnkit's input x
     gradient and integrated gradients come from one pass (`PAIR`); for a translation run all three methods share
-    the decoded hypothesis and its record, and are timed together."""
+    the given hypothesis, and are timed together. `stamp["timed_includes"]` says what each tool's span holds."""
     lines = []
     for method in cases[0]["scores"]:
         ours = [flat(c["scores"][method]) for c in cases]
@@ -290,7 +299,8 @@ def inseq_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
     tool = json.loads((args.cache / "inseq.json").read_text())
     cases = attnkit_generation(folder, items, args.steps)
     same = [f"next token {t['generated']!r}" in c["label"] for c, t in zip(cases, tool)]
-    return compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": "tiny random GPT-2 (2 layers, hidden 32)"}, same)
+    stamp = {**stamp, "dtype": "float32", "model": "tiny random GPT-2 (2 layers, hidden 32)", "timed_includes": GENERATION_TIMED}
+    return compare_inseq(cases, tool, stamp, same)
 
 
 def main() -> None:
