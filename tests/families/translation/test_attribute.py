@@ -1,16 +1,19 @@
 """A translation's outputs attributed together (`families.translation.attribute`: one teacher-forced pass scores every
 output; `analysis.attribution.attributions_of_outputs`: every output's copies of the input and of the path in one
 batch), checked against captum's input x gradient and integrated gradients of each output alone; and a given
-translation scored in place of the search's (forced decoding)."""
+translation scored, shown and attributed in place of the search's (forced decoding, `--target`)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
-from attnkit.analysis.attribution import ROWS, attributions_of_outputs, input_x_gradient, integrated_gradients
+from attnkit.analysis.attribution import ROWS, OutputOf, attributions_of_outputs, input_x_gradient, integrated_gradients
+from attnkit.cli import main
 from attnkit.families import load_run
 from attnkit.families.translation.attribute import forced
+from attnkit.families.translation.teacher_forced import teacher_forced
 from attnkit.sources import open_source
 from attnkit.sources.faithfulness import gradients
 
@@ -74,3 +77,21 @@ def test_a_given_translation_is_scored_as_the_search_scores_its_own(tiny_transfo
     assert other.tgt_pieces == ["t9", "t9", "</s>"]
     with torch.no_grad():
         assert other.scores(other.x[None]).shape == (1, 3)
+
+
+def test_attention_with_a_target_shows_and_attributes_the_given_translation(tiny_transformer_run, tmp_path):
+    """`attnkit attention RUN TEXT --target T --attribute ig`: the npz's output is T (EOS last), its cross-attention the
+    teacher-forced pass's over T, and the attributions those of T's output scored alone (captum)."""
+    out = tmp_path / "a.npz"
+    assert main(["attention", str(tiny_transformer_run), TEXT, "--target", "t9 t8", "--attribute", "ixg", "ig", "--attribute-target", "1",
+                 "--out", str(out)]) == 0  # fmt: skip
+    z = np.load(out)
+    assert list(z["target_tokens"]) == list(z["cross/queries"]) == ["t9", "t8", "</s>"]
+    loaded = load_run(tiny_transformer_run)
+    line = forced(loaded, TEXT, target="t9 t8")
+    cross = teacher_forced(loaded.model, [(loaded.vocabs.src_vocab.encode(line.src_pieces[:-1]), loaded.vocabs.tgt_vocab.encode(["t9", "t8"]), True)])
+    np.testing.assert_allclose(z["cross/layer1"], cross[0]["cross"][0].numpy(), atol=1e-6)
+    f = OutputOf(line.scores, 1)
+    assert str(z["attr/output"][0]) == "output 1 't8'"
+    np.testing.assert_allclose(z["attr/ig"], integrated_gradients(f, line.x).scores.numpy(), atol=1e-5)
+    np.testing.assert_allclose(z["attr/ixg"], input_x_gradient(f, line.x).scores.numpy(), atol=1e-5)

@@ -109,11 +109,11 @@ def forced(loaded: LoadedRun, line: str, target: str | None = None) -> Forced:
     return out
 
 
-def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
+def score_function(loaded: LoadedRun, line: str, output: int | None, target: str | None = None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
     """(f: source embeddings (N, S, D) -> log p(output t) (N,), the line's source embeddings (S, D), what f
-    scores) for output position `output` (default 0) of the hypothesis the explorer shows (module docstring); the
-    outputs of one line share one `Forced.scores` (`analysis.attribution.OutputOf`)."""
-    line_forced = forced(loaded, line)
+    scores) for output position `output` (default 0) of the hypothesis the explorer shows (module docstring), or of
+    the given `target` (`--target`); the outputs of one line share one `Forced.scores` (`analysis.attribution.OutputOf`)."""
+    line_forced = forced(loaded, line, target)
     t = 0 if output is None else output
     if not 0 <= t < len(line_forced.tgt_pieces):
         raise AttnkitError(
