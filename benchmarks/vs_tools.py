@@ -183,36 +183,42 @@ GENERATION_TIMED = (
 
 
 def attnkit_generation(folder: Path, items: list[str], steps: int) -> list[dict]:
-    """Per text, attnkit's attributions of the most likely next token's log-probability (inseq's baseline for
-    integrated gradients: [UNK] everywhere) and its row of each layer's attention, head mean, as inseq_eval.py writes them."""
+    """Per text, `generation_case`, after one untimed warm-up case (the first call loads captum's integration points
+    and allocates; inseq's environment has them loaded on import)."""
+    from attnkit.sources.hf.load import load
+
+    hf = load(str(folder))
+    generation_case(hf, items[0], steps)  # warm-up
+    return [generation_case(hf, text, steps) for text in items]
+
+
+def generation_case(hf, text: str, steps: int) -> dict:
+    """attnkit's attributions of the most likely next token's log-probability (inseq's baseline for integrated
+    gradients: [UNK] everywhere) and its row of each layer's attention, head mean, as inseq_eval.py writes them, with
+    the seconds of each span (`GENERATION_TIMED`)."""
     import torch
 
     from attnkit.analysis.attribution import input_x_gradient_and_integrated_gradients
     from attnkit.sources.hf.attribute import score_function
     from attnkit.sources.hf.inputs import prepare
-    from attnkit.sources.hf.load import load
     from attnkit.sources.options import AttentionOptions
     from attnkit.sources.record import explain_inputs
     from attnkit.sources.scored import compared_rows
     from attnkit.sources.source import HfSource
 
-    hf = load(str(folder))
-    cases = []
-    for text in items:
-        seconds, start = {}, time.perf_counter()
-        prep = prepare(hf, text, AttentionOptions())
-        f, x, label = score_function(hf, prep, None)  # the next token: one forward pass
-        with torch.no_grad():
-            base = hf.model.get_input_embeddings()(torch.full_like(prep.inputs["input_ids"], hf.tokenizer.unk_token_id))[0]  # (T, D)
-        ixg, ig = input_x_gradient_and_integrated_gradients(f, x, baseline=base, steps=steps)  # one forward and backward pass
-        seconds[PAIR], start = time.perf_counter() - start, time.perf_counter()
-        (record,) = explain_inputs(HfSource(hf), [text], AttentionOptions())  # the one road's record of the text
-        compared = compared_rows(record, ("self", x.size(0) - 1), flow=False)  # the last position's rows
-        rows = [compared[f"self/layer{i + 1}"].tolist() for i in range(hf.model.config.n_layer)]  # (L, T)
-        seconds["attention"] = time.perf_counter() - start
-        scores = {"input_x_gradient": ixg.scores.tolist(), "integrated_gradients": ig.scores.tolist(), "attention": rows}
-        cases.append({"scores": scores, "seconds": seconds, "label": label})
-    return cases
+    seconds, start = {}, time.perf_counter()
+    prep = prepare(hf, text, AttentionOptions())
+    f, x, label = score_function(hf, prep, None)  # the next token: one forward pass
+    with torch.no_grad():
+        base = hf.model.get_input_embeddings()(torch.full_like(prep.inputs["input_ids"], hf.tokenizer.unk_token_id))[0]  # (T, D)
+    ixg, ig = input_x_gradient_and_integrated_gradients(f, x, baseline=base, steps=steps)  # one forward and backward pass
+    seconds[PAIR], start = time.perf_counter() - start, time.perf_counter()
+    (record,) = explain_inputs(HfSource(hf), [text], AttentionOptions())  # the one road's record of the text
+    compared = compared_rows(record, ("self", x.size(0) - 1), flow=False)  # the last position's rows
+    rows = [compared[f"self/layer{i + 1}"].tolist() for i in range(hf.model.config.n_layer)]  # (L, T)
+    seconds["attention"] = time.perf_counter() - start
+    scores = {"input_x_gradient": ixg.scores.tolist(), "integrated_gradients": ig.scores.tolist(), "attention": rows}
+    return {"scores": scores, "seconds": seconds, "label": label}
 
 
 def inseq_env(cache: Path) -> Path:

@@ -170,20 +170,20 @@ class OutputOf:
         return self.scores(e)[:, self.output]
 
 
-ROWS = 2048  # inputs per batched pass of `attributions_of_outputs`: outputs beyond it go in further passes
+TOKENS = 8192  # input tokens (rows x T) per batched pass of `attributions_of_outputs`: outputs beyond them go in further passes
 
 
 def attributions_of_outputs(
     scores: Callable[[Tensor], Tensor], outputs: Sequence[int], embeddings: Tensor, reduce: str = "sum", tolerance: float = TOLERANCE,
-    baseline: Tensor | None = None, steps: int | None = None, rows: int = ROWS,
+    baseline: Tensor | None = None, steps: int | None = None, tokens: int = TOKENS,
 ) -> list[tuple[Attribution, Attribution]]:  # fmt: skip
     """`input_x_gradient_and_integrated_gradients` of several outputs of one input: for each o of `outputs`, of
     f_o(e) = scores(e)[:, o] ((N, T, D) -> (N, O)), at `embeddings` (T, D) or (1, T, D), from `baseline` (zeros).
 
     A gradient belongs to one output, so each output gets its own copies of x and of the path (a row's score is
     its own output's), and the copies of every output are one batch: [x', x (per output), path (per output)], one
-    forward and one backward pass for them all (in passes of at most `rows` inputs), where one pass per output
-    took as many. f(x') comes from the one row x'. With `steps=None` the outputs whose completeness error is over
+    forward and one backward pass for them all (in passes of at most `tokens` input tokens, and at least one output
+    a pass), where one pass per output took as many. f(x') comes from the one row x'. With `steps=None` the outputs whose completeness error is over
     `tolerance` are run again with twice the steps (as `input_x_gradient_and_integrated_gradients`), the others kept.
     """
     x = _batched(embeddings).detach().float()  # (1, T, D)
@@ -192,7 +192,7 @@ def attributions_of_outputs(
     done: dict[int, tuple[Attribution, Attribution]] = {}
     pending = list(range(len(outputs)))
     for n in counts:
-        size = max(1, (rows - 1) // (n + 1))  # outputs per pass
+        size = max(1, (tokens // x.size(1) - 1) // (n + 1))  # outputs per pass
         for start in range(0, len(pending), size):
             chunk = pending[start : start + size]
             done.update(zip(chunk, _outputs_pass(scores, [outputs[i] for i in chunk], x, base, n, reduce)))

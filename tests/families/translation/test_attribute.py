@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnkit.analysis.attribution import ROWS, OutputOf, attributions_of_outputs, input_x_gradient, integrated_gradients
+from attnkit.analysis.attribution import TOKENS, OutputOf, attributions_of_outputs, input_x_gradient, integrated_gradients
 from attnkit.cli import main
 from attnkit.families import load_run
 from attnkit.families.translation.attribute import forced
@@ -32,14 +32,15 @@ def counted(model: torch.nn.Module, run) -> tuple[object, int]:
 
 
 @pytest.mark.parametrize("fixture", ["tiny_transformer_run", "tiny_rnn_run"])
-@pytest.mark.parametrize("rows", [2048, 45])  # 45: two outputs a pass (1 + 2 x (20 + 1) rows)
+@pytest.mark.parametrize("rows", [None, 45])  # 45: two outputs a pass (1 + 2 x (20 + 1) rows)
 def test_every_output_in_one_pass_equals_captums_attributions_of_each_alone(request, fixture, rows):
     loaded = load_run(request.getfixturevalue(fixture))
     line = forced(loaded, TEXT)
     outputs = list(range(len(line.tgt_pieces)))
     base = 0.3 * torch.randn(line.x.shape, generator=torch.Generator().manual_seed(0))  # (S, D): a given baseline
-    together, passes = counted(loaded.model, lambda: attributions_of_outputs(line.scores, outputs, line.x, baseline=base, steps=20, rows=rows))
-    assert passes == (1 if rows == 2048 else -(-len(outputs) // 2))
+    tokens = TOKENS if rows is None else rows * line.x.size(0)
+    together, passes = counted(loaded.model, lambda: attributions_of_outputs(line.scores, outputs, line.x, baseline=base, steps=20, tokens=tokens))
+    assert passes == (1 if rows is None else -(-len(outputs) // 2))
     for t, (ixg, ig) in zip(outputs, together):
         f, x, _ = loaded.family.attribution(loaded, TEXT, t)
         torch.testing.assert_close(ixg.scores, input_x_gradient(f, x).scores, atol=1e-5, rtol=0)
@@ -57,7 +58,8 @@ def test_faithfulness_gradients_batch_a_lines_outputs_with_each_ones_step_count(
     together, passes = counted(source.loaded.model, lambda: gradients(outputs))
     steps = [ig.steps for _, ig in together]
     tries = [c for c in (50, 100, 200, 400, 800) if c <= max(steps)]  # the outputs over 1% are run again at twice the steps
-    assert passes == sum(-(-sum(s >= c for s in steps) // ((ROWS - 1) // (c + 1))) for c in tries)  # the outputs of a try, in passes of ROWS
+    rows = TOKENS // outputs[0].x.size(0)  # inputs a pass
+    assert passes == sum(-(-sum(s >= c for s in steps) // max(1, (rows - 1) // (c + 1))) for c in tries)  # the outputs of a try, in passes
     for e, (ixg, ig) in zip(outputs, together):
         alone = integrated_gradients(e.f, e.x, check=False)
         assert ig.steps == alone.steps
