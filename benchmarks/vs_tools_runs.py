@@ -6,7 +6,7 @@ CACHE/sst2-transformer, on SST from the shared data folder (`--sst`). ferret rea
 `vs_tools_envs/ferret_eval.py` wraps the run (loaded through attnkit's checkout on PYTHONPATH, in ferret's own
 environment) as a sequence classifier with `.logits`, behind a word-level tokenizer over the run's vocabulary
 whose `[CLS]` and `[SEP]` the wrapper takes off again. attnkit scores the same explanations in its ferret mode:
-`analysis.faithfulness.ferret_aopc` over `--removal delete` (`sources.scored.scored_run`). The texts: SST dev
+`analysis.faithfulness.ferret_aopc_of_rankings` over `--removal delete` (`sources.scored.scored_run`: every deletion of a text in one padded batch under the run's padding mask). The texts: SST dev
 sentences of 4 to 25 words, every word in the run's vocabulary (ferret removes a word by decoding ids to text and
 tokenizing it again; an unknown word would come back as the literal `<unk>`).
 
