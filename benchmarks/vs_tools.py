@@ -17,13 +17,15 @@ with whole words the round trip gives back the same ids. The texts: --texts seed
 of 4 to 14 of the vocabulary's words.
 
 The explanations are attnkit's (`sources.faithfulness.METHODS` but flow); both tools score each
-one: attnkit with `analysis.faithfulness.ferret_aopc` over `sources.hf.scored.deleted_predict`
+one: attnkit with `analysis.faithfulness.ferret_aopc_of_rankings` over `sources.hf.scored.deleted_predict`
 (ferret's removal, bins, rationale and mean), ferret with its `AOPC_Comprehensiveness_Evaluation`
 and `AOPC_Sufficiency_Evaluation` at their defaults. One JSON line per (method, metric): both
-means over the texts, the largest difference on one text, each tool's seconds per text (scoring one
-explanation: attnkit's `ferret_aopc` calls, given p(y | x) from `scored_hf`; ferret's two evaluator
-calls, each of which also runs the model on the whole text for p(y | x)); then one
-line per method with attnkit's own defaults (mask removal, ERASER's bins), which are other figures.
+means over the texts, the largest difference on one text, each tool's seconds per text for the same
+work, every method of the text together (each line's `timed`, `FERRET_TIMED`): attnkit's one forward
+pass for p(y | x) and one `ferret_aopc_of_rankings` call (the inputs of every bin of every method in one
+padded batch); ferret's two evaluator calls per method, each of which also runs the model on the whole
+text for p(y | x); then one line per method with attnkit's own defaults (mask removal, ERASER's bins),
+which are other figures.
 
 inseq 0.7.1 (its own environment, CACHE/inseq: torch==2.13.0, then inseq `--no-deps`, since its wheel
 requires the CUDA 11 `nvidia-*` wheels on Linux, then its other requirements, `INSEQ_NEEDS`) explains
@@ -33,11 +35,12 @@ attnkit is given) of the token's log-probability, and the token's row of each la
 mean. One line per method: the largest difference on one token, the largest score for scale, whether
 both explained the same token, each tool's seconds per text (float32, as inseq runs it): attnkit's input x
 gradient and integrated gradients come from one forward and backward pass (`input_x_gradient_and_integrated_gradients`),
-timed together against inseq's two calls together (the lines' `timed`).
+timed together against inseq's two calls together (the lines' `timed`; `timed_includes` says what each
+span holds, `GENERATION_TIMED`: attnkit's includes tokenizing and picking the next token, as inseq's calls do).
 
 The model runs in float64 in both tools by default (`--dtype`): in float32 the two differ by about
 1e-6 in p(y | x') because they pad their batches of shortened inputs to other lengths (ferret: 8 texts
-to the longest, attnkit: up to 32), which changes the float32 rounding, not the removal.
+to the longest, attnkit: every input of the text's bins), which changes the float32 rounding, not the removal.
 """
 
 from __future__ import annotations
@@ -114,23 +117,37 @@ def attnkit_cases(folder: Path, items: list[str], dtype: str = "float64") -> lis
     return scored_cases(items, lambda text, removal: scored_hf(HfSource(hf), text, removal=removal or "mask"))  # mask: its default
 
 
+FERRET_TIMED = (
+    "every method's comprehensiveness and sufficiency AOPC of one text: attnkit, one forward pass for p(y | x) and "
+    "one call of ferret_aopc_of_rankings (the inputs of every bin of every method in one padded batch); ferret, "
+    "its two evaluator calls per method, each of which runs the model on the whole text for p(y | x) too"
+)
+
+
 def scored_cases(items: list[str], scored) -> list[dict]:
     """Per text: the class, tokens, each method's scores, and attnkit's figures in ferret's mode (deletion) and with
-    its own default removal (`removal=None`); `scored(text, removal)` is the source's `ScoredOutput` of the text."""
-    from attnkit.analysis.faithfulness import faithfulness, ferret_aopc
+    its own default removal (`removal=None`); `scored(text, removal)` is the source's `ScoredOutput` of the text.
+
+    The figures in ferret's mode are timed (`FERRET_TIMED`) on an output scored afresh, whose `predict` has seen only
+    the whole text (leave-one-out's removals, made for the explanations, would otherwise be known to it): one forward
+    pass of the score over the whole text stands for that p(y | x), as each of ferret's calls computes it."""
+    import torch
+
+    from attnkit.analysis.faithfulness import faithfulness, ferret_aopc_of_rankings
     from attnkit.sources.faithfulness import method_scores
 
     cases = []
     for i, text in enumerate(items):
         e, own = scored(text, "delete"), scored(text, None)
         scores, _ = method_scores(e, METHODS, seed=i)
-        figures, seconds, defaults = {}, {}, {}
-        for name, s in scores.items():
-            start = time.perf_counter()
-            figures[name] = ferret_aopc(e.predict, s, e.p)
-            seconds[name] = time.perf_counter() - start
-            m = faithfulness(own.predict, s, own.p)
-            defaults[name] = (m.comprehensiveness_aopc, m.sufficiency_aopc)
+        fresh = scored(text, "delete")
+        start = time.perf_counter()
+        with torch.no_grad():
+            fresh.f(fresh.x.unsqueeze(0))  # (1,): p(y | x)'s forward pass
+        figures = ferret_aopc_of_rankings(fresh.predict, scores, fresh.p)
+        seconds = time.perf_counter() - start
+        defaults = {name: (m.comprehensiveness_aopc, m.sufficiency_aopc) for name, m in
+                    ((name, faithfulness(own.predict, s, own.p)) for name, s in scores.items())}  # fmt: skip
         target = int(e.label.split()[1])  # "class 1 (LABEL_1)"
         cases.append({"text": text, "target": target, "p": e.p, "tokens": e.tokens, "scores": {k: v.tolist() for k, v in scores.items()},
                       "ferret_mode": figures, "seconds": seconds, "defaults": defaults})  # fmt: skip
@@ -157,37 +174,51 @@ def build_gpt2(folder: Path) -> Path:
     return folder
 
 
+GENERATION_TIMED = (
+    "per text: attnkit, input_x_gradient+integrated_gradients: tokenizing, the forward pass that picks the next "
+    "token, inseq's baseline and one forward and backward pass for both methods; attention: the text's record "
+    "(explain_inputs) and its rows; inseq, its attribute call per method (tokenizing, generating the token, "
+    "attributing)"
+)
+
+
 def attnkit_generation(folder: Path, items: list[str], steps: int) -> list[dict]:
-    """Per text, attnkit's attributions of the most likely next token's log-probability (inseq's baseline for
-    integrated gradients: [UNK] everywhere) and its row of each layer's attention, head mean, as inseq_eval.py writes them."""
+    """Per text, `generation_case`, after one untimed warm-up case (the first call loads captum's integration points
+    and allocates; inseq's environment has them loaded on import)."""
+    from attnkit.sources.hf.load import load
+
+    hf = load(str(folder))
+    generation_case(hf, items[0], steps)  # warm-up
+    return [generation_case(hf, text, steps) for text in items]
+
+
+def generation_case(hf, text: str, steps: int) -> dict:
+    """attnkit's attributions of the most likely next token's log-probability (inseq's baseline for integrated
+    gradients: [UNK] everywhere) and its row of each layer's attention, head mean, as inseq_eval.py writes them, with
+    the seconds of each span (`GENERATION_TIMED`)."""
     import torch
 
     from attnkit.analysis.attribution import input_x_gradient_and_integrated_gradients
     from attnkit.sources.hf.attribute import score_function
     from attnkit.sources.hf.inputs import prepare
-    from attnkit.sources.hf.load import load
     from attnkit.sources.options import AttentionOptions
     from attnkit.sources.record import explain_inputs
     from attnkit.sources.scored import compared_rows
     from attnkit.sources.source import HfSource
 
-    hf = load(str(folder))
-    cases = []
-    for text in items:
-        prep = prepare(hf, text, AttentionOptions())
-        f, x, label = score_function(hf, prep, None)
-        with torch.no_grad():
-            base = hf.model.get_input_embeddings()(torch.full_like(prep.inputs["input_ids"], hf.tokenizer.unk_token_id))[0]  # (T, D)
-        seconds, start = {}, time.perf_counter()
-        ixg, ig = input_x_gradient_and_integrated_gradients(f, x, baseline=base, steps=steps)  # one forward and backward pass
-        seconds[PAIR], start = time.perf_counter() - start, time.perf_counter()
-        (record,) = explain_inputs(HfSource(hf), [text], AttentionOptions())  # the one road's record of the text
-        compared = compared_rows(record, ("self", x.size(0) - 1), flow=False)  # the last position's rows
-        rows = [compared[f"self/layer{i + 1}"].tolist() for i in range(hf.model.config.n_layer)]  # (L, T)
-        seconds["attention"] = time.perf_counter() - start
-        scores = {"input_x_gradient": ixg.scores.tolist(), "integrated_gradients": ig.scores.tolist(), "attention": rows}
-        cases.append({"scores": scores, "seconds": seconds, "label": label})
-    return cases
+    seconds, start = {}, time.perf_counter()
+    prep = prepare(hf, text, AttentionOptions())
+    f, x, label = score_function(hf, prep, None)  # the next token: one forward pass
+    with torch.no_grad():
+        base = hf.model.get_input_embeddings()(torch.full_like(prep.inputs["input_ids"], hf.tokenizer.unk_token_id))[0]  # (T, D)
+    ixg, ig = input_x_gradient_and_integrated_gradients(f, x, baseline=base, steps=steps)  # one forward and backward pass
+    seconds[PAIR], start = time.perf_counter() - start, time.perf_counter()
+    (record,) = explain_inputs(HfSource(hf), [text], AttentionOptions())  # the one road's record of the text
+    compared = compared_rows(record, ("self", x.size(0) - 1), flow=False)  # the last position's rows
+    rows = [compared[f"self/layer{i + 1}"].tolist() for i in range(hf.model.config.n_layer)]  # (L, T)
+    seconds["attention"] = time.perf_counter() - start
+    scores = {"input_x_gradient": ixg.scores.tolist(), "integrated_gradients": ig.scores.tolist(), "attention": rows}
+    return {"scores": scores, "seconds": seconds, "label": label}
 
 
 def inseq_env(cache: Path) -> Path:
@@ -205,7 +236,7 @@ def compare_inseq(cases: list[dict], tool: list[dict], stamp: dict, same: list[b
     """One line per method: the largest difference on one token, the largest score for scale, and the seconds per
     text of what computed it (`timed`), set beside inseq's calls of the same methods together: attnkit's input x
     gradient and integrated gradients come from one pass (`PAIR`); for a translation run all three methods share
-    the decoded hypothesis and its record, and are timed together."""
+    the given hypothesis, and are timed together. `stamp["timed_includes"]` says what each tool's span holds."""
     lines = []
     for method in cases[0]["scores"]:
         ours = [flat(c["scores"][method]) for c in cases]
@@ -236,7 +267,10 @@ def ferret_env(cache: Path) -> Path:
 
 
 def compare(cases: list[dict], tool: list[dict], stamp: dict) -> list[dict]:
-    """One line per (method, metric) with both tools' figures, then one per method with attnkit's defaults."""
+    """One line per (method, metric) with both tools' figures and each tool's seconds per text for every method
+    together (`FERRET_TIMED`), then one per method with attnkit's defaults."""
+    attnkit_s = sum(c["seconds"] for c in cases) / len(cases)
+    tool_s = sum(sum(t["seconds"].values()) for t in tool) / len(tool)
     lines = []
     for method in cases[0]["scores"]:
         for j, metric in enumerate(("comprehensiveness_aopc", "sufficiency_aopc")):
@@ -244,9 +278,8 @@ def compare(cases: list[dict], tool: list[dict], stamp: dict) -> list[dict]:
             theirs = [t["figures"][method][j] for t in tool]
             lines.append({"tool": "ferret-xai 0.4.2", "mode": "ferret", "method": method, "metric": metric,
                           "attnkit": sum(ours) / len(ours), "tool_value": sum(theirs) / len(theirs),
-                          "max_abs_diff": max(abs(a - b) for a, b in zip(ours, theirs)),
-                          "attnkit_s_per_text": sum(c["seconds"][method] for c in cases) / len(cases),
-                          "tool_s_per_text": sum(t["seconds"][method] for t in tool) / len(tool), **stamp})  # fmt: skip
+                          "max_abs_diff": max(abs(a - b) for a, b in zip(ours, theirs)), "timed": FERRET_TIMED,
+                          "attnkit_s_per_text": attnkit_s, "tool_s_per_text": tool_s, "speedup": tool_s / attnkit_s, **stamp})  # fmt: skip
     for method in cases[0]["scores"]:
         comp = [c["defaults"][method][0] for c in cases]
         suff = [c["defaults"][method][1] for c in cases]
@@ -272,7 +305,8 @@ def inseq_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
     tool = json.loads((args.cache / "inseq.json").read_text())
     cases = attnkit_generation(folder, items, args.steps)
     same = [f"next token {t['generated']!r}" in c["label"] for c, t in zip(cases, tool)]
-    return compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": "tiny random GPT-2 (2 layers, hidden 32)"}, same)
+    stamp = {**stamp, "dtype": "float32", "model": "tiny random GPT-2 (2 layers, hidden 32)", "timed_includes": GENERATION_TIMED}
+    return compare_inseq(cases, tool, stamp, same)
 
 
 def main() -> None:

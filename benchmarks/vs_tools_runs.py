@@ -6,12 +6,13 @@ CACHE/sst2-transformer, on SST from the shared data folder (`--sst`). ferret rea
 `vs_tools_envs/ferret_eval.py` wraps the run (loaded through attnkit's checkout on PYTHONPATH, in ferret's own
 environment) as a sequence classifier with `.logits`, behind a word-level tokenizer over the run's vocabulary
 whose `[CLS]` and `[SEP]` the wrapper takes off again. attnkit scores the same explanations in its ferret mode:
-`analysis.faithfulness.ferret_aopc` over `--removal delete` (`sources.scored.scored_run`). The texts: SST dev
+`analysis.faithfulness.ferret_aopc_of_rankings` over `--removal delete` (`sources.scored.scored_run`: every deletion of a text in one padded batch under the run's padding mask). The texts: SST dev
 sentences of 4 to 25 words, every word in the run's vocabulary (ferret removes a word by decoding ids to text and
 tokenizing it again; an unknown word would come back as the literal `<unk>`).
 
 The translation run: toy-reverse as a post-norm Transformer (Marian has no pre-norm stacks), 300 updates, exported
-with `attnkit export --format hf` (`vs_tools_envs/inseq_translation.py` says what inseq is given).
+with `attnkit export --format hf` (`vs_tools_envs/inseq_translation.py` says what inseq is given). Both tools are
+given the hypothesis the run's beam search found and attribute every output token of it (`TRANSLATION_TIMED`).
 """
 
 from __future__ import annotations
@@ -94,37 +95,58 @@ def translation_run(cache: Path) -> tuple[Path, Path]:
     return run, export
 
 
+TRANSLATION_TIMED = (
+    "per line, given the hypothesis: attnkit, tokenizing the line and the hypothesis, the source embeddings and inseq's "
+    "baseline, input x gradient and integrated gradients of every output token in one batched forward and backward pass, "
+    "and a teacher-forced pass for each layer's cross-attention; inseq, its three attribute calls (input_x_gradient, "
+    "integrated_gradients, attention), each given the hypothesis (generated_texts). Not timed: the beam search "
+    "that found the hypothesis"
+)
+
+
 def attnkit_translation(run: Path, lines: list[str], steps: int) -> list[dict]:
-    """Per source line: the hypothesis the run's explorer shows and, for each of its output tokens (teacher-forced,
-    `sources.scored.scored_run`: what `attnkit faithfulness` reads), input x gradient and integrated gradients of its
-    log-probability over the source (from the [UNK] embedding, the EOS kept, as inseq) and its row of each layer's cross-attention."""
+    """Per source line: the hypothesis the run's explorer shows (the run's beam search, not timed: inseq is handed it)
+    and `translation_case` of it, timed (`TRANSLATION_TIMED`), after one untimed warm-up case (the first call loads
+    captum's integration points and allocates; inseq's environment has them loaded on import)."""
+    from attnkit.families import load_run
+    from attnkit.families.translation.attribute import forced
+
+    loaded = load_run(run)
+    hypotheses = [" ".join(forced(loaded, line).tgt_pieces).removesuffix("</s>").strip() for line in lines]  # what the explorer shows
+    translation_case(loaded, lines[0], hypotheses[0], steps)  # warm-up
+    cases = []
+    for line, hypothesis in zip(lines, hypotheses):
+        start = time.perf_counter()
+        pieces, scores = translation_case(loaded, line, hypothesis, steps)
+        seconds = {f"{PAIR}+attention": time.perf_counter() - start}
+        cases.append({"source": line, "hypothesis": hypothesis, "pieces": pieces, "scores": scores, "seconds": seconds})
+    return cases
+
+
+def translation_case(loaded, line: str, hypothesis: str, steps: int) -> tuple[list[str], dict]:
+    """(the output pieces, method -> scores) of `hypothesis` teacher-forced (`families.translation.attribute.forced`
+    given it: forced decoding, EOS last, as inseq's `generated_texts`): for each output token, input x gradient and
+    integrated gradients of its log-probability over the source (from the [UNK] embedding, the EOS kept, as inseq),
+    every output in one batched pass (`attributions_of_outputs`), and its row of each layer's cross-attention, head
+    mean (`teacher_forced`, the pass the explorer's maps come from)."""
     import torch
 
-    from attnkit.analysis.attribution import input_x_gradient_and_integrated_gradients
+    from attnkit.analysis.attribution import attributions_of_outputs
     from attnkit.data.vocab import EOS, UNK
-    from attnkit.sources import open_source
-    from attnkit.sources.scored import scored_run
+    from attnkit.families.translation.attribute import forced
+    from attnkit.families.translation.teacher_forced import teacher_forced
 
-    source = open_source(str(run))
-    model = source.loaded.model
-    cases = []
-    for line in lines:
-        scores, start = {"input_x_gradient": [], "integrated_gradients": [], "attention": []}, time.perf_counter()
-        outputs = scored_run(source, line)  # the hypothesis (one search), its record and each output's score
-        layers = sorted(k for k in outputs[0].attention if k.startswith("cross/"))
-        scores["attention"] = [[o.attention[k].tolist() for k in layers] for o in outputs]  # (T_out, L, S)
-        for o in outputs:
-            ids = torch.tensor([[EOS if t == "</s>" else UNK for t in o.tokens]])  # (1, S): inseq's baseline keeps the EOS
-            with torch.no_grad():
-                base = model.src_embed(ids)[0]  # (S, D)
-            ixg, ig = input_x_gradient_and_integrated_gradients(o.f, o.x, baseline=base, steps=steps)
-            scores["input_x_gradient"].append(ixg.scores.tolist())
-            scores["integrated_gradients"].append(ig.scores.tolist())
-        seconds = {f"{PAIR}+attention": time.perf_counter() - start}
-        hypothesis = [o.label.split(" ", 2)[2][1:-1] for o in outputs]  # "output t 'piece'"
-        cases.append({"source": line, "hypothesis": " ".join(h for h in hypothesis if h != "</s>"), "pieces": hypothesis, "scores": scores,
-                      "seconds": seconds})  # fmt: skip
-    return cases
+    model, vocabs = loaded.model, loaded.vocabs
+    given = forced(loaded, line, target=hypothesis)
+    with torch.no_grad():
+        base = model.src_embed(torch.tensor([[EOS if t == "</s>" else UNK for t in given.src_pieces]]))[0]  # (S, D): inseq's baseline
+    pairs = attributions_of_outputs(given.scores, range(len(given.tgt_pieces)), given.x, baseline=base, steps=steps)
+    src, tgt = vocabs.src_vocab.encode(given.src_pieces[:-1]), vocabs.tgt_vocab.encode(given.tgt_pieces[:-1])
+    cross = teacher_forced(model, [(src, tgt, True)])[0]["cross"]  # per layer (H, T, S)
+    attention = torch.stack([w.mean(dim=0) for w in cross], dim=1)  # (T, L, S)
+    scores = {"input_x_gradient": [ixg.scores.tolist() for ixg, _ in pairs], "integrated_gradients": [ig.scores.tolist() for _, ig in pairs],
+              "attention": attention.tolist()}  # fmt: skip
+    return given.tgt_pieces, scores
 
 
 def inseq_translation_lines(args: argparse.Namespace, stamp: dict) -> list[dict]:
@@ -142,5 +164,5 @@ def inseq_translation_lines(args: argparse.Namespace, stamp: dict) -> list[dict]
         tool = json.loads((args.cache / f"inseq_{mode}.json").read_text())
         same = [t["target"][1:] == c["pieces"] for c, t in zip(cases, tool)]
         model = "attnkit run toy-reverse (post-norm, 300 steps), exported to MarianMTModel"
-        out += compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": model, "inseq_mode": mode}, same)
+        out += compare_inseq(cases, tool, {**stamp, "dtype": "float32", "model": model, "inseq_mode": mode, "timed_includes": TRANSLATION_TIMED}, same)
     return out

@@ -6,7 +6,8 @@ For each text, inseq generates one token greedily and attributes its log-probabi
 (`attributed_fn="probability", logprob=True`) over the text's tokens with `input_x_gradient` and
 `integrated_gradients` (STEPS points; inseq's baseline: the [UNK] embedding at every position), summed
 over the embedding axis; and `attention`: the generated token's row, per layer, head mean. Writes,
-per text, the generated token, each method's scores (T,) and the seconds each took.
+per text, the generated token, each method's scores (T,) and the seconds each took (after one untimed warm-up call per
+method).
 """
 
 import json
@@ -32,6 +33,14 @@ def main(folder: str, texts_path: str, out_path: str, steps: str) -> None:
     for method in ("input_x_gradient", "integrated_gradients", "attention"):
         explainer = inseq.load_model(model, method, tokenizer=tokenizer)
         extra = {"n_steps": int(steps), "internal_batch_size": int(steps)} if method == "integrated_gradients" else {}
+        explainer.attribute(
+            json.load(open(texts_path))[0],
+            generation_args={"max_new_tokens": 1, "do_sample": False},
+            attributed_fn="probability",
+            logprob=True,
+            show_progress=False,
+            **extra,
+        )  # warm-up, untimed, as attnkit's side runs one
         for case, text in zip(out, json.load(open(texts_path))):
             start = time.perf_counter()
             result = explainer.attribute(text, generation_args={"max_new_tokens": 1, "do_sample": False}, attributed_fn="probability",

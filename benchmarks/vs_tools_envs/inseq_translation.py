@@ -10,7 +10,8 @@ decoding, the decoder reading `<s>` and the tokens before each step, as attnkit'
 attributes the log-probability of each output token (`attributed_fn="probability", logprob=True`) over the source
 tokens with `input_x_gradient` and `integrated_gradients` (STEPS points, inseq's `[UNK]`-embedding baseline), summed
 over the embedding axis; and `attention`: each output's row of each layer's cross-attention, head mean.
-Writes, per case and method, the scores (T, S) (attention (T, L, S)) and the seconds each call took.
+Writes, per case and method, the scores (T, S) (attention (T, L, S)) and the seconds each call took (after one
+untimed warm-up call per method).
 
 `as-shipped` runs inseq as it is. There, inseq 0.7.1 hands the decoder the target embeddings already multiplied
 by the model's `embed_scale` (sqrt(d_model)), and transformers 4.x's `MarianDecoder` multiplies `inputs_embeds`
@@ -55,6 +56,9 @@ def main(folder: str, cases_path: str, out_path: str, steps: str, fix: str) -> N
         if fix_scale:  # inseq hands the decoder embeddings it scaled; transformers 4.x's Marian decoder scales them again
             explainer.model.get_decoder().embed_scale = 1.0
         extra = {"n_steps": int(steps), "internal_batch_size": int(steps)} if method == "integrated_gradients" else {}
+        explainer.attribute(
+            cases[0]["source"], generated_texts=cases[0]["hypothesis"], attributed_fn="probability", logprob=True, show_progress=False, **extra
+        )  # warm-up, untimed, as attnkit's side runs one
         for result_case, case in zip(out, cases):
             start = time.perf_counter()
             result = explainer.attribute(case["source"], generated_texts=case["hypothesis"], attributed_fn="probability", logprob=True,

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnkit.analysis.faithfulness import ferret_aopc
+from attnkit.analysis.faithfulness import ferret_aopc, ferret_aopc_of_rankings
 
 
 def additive(weights):
@@ -31,3 +31,21 @@ def test_fractions_that_take_no_token_are_skipped():
     w = [0.2, 0.3, 0.5]
     comp, suff = ferret_aopc(additive(w), torch.tensor([1.0, 2.0, 3.0]), 1.0, fractions=(0.1, 0.2, 0.5))
     assert (comp, suff) == (pytest.approx(0.5), pytest.approx(0.5))
+
+
+def test_several_rankings_are_one_call_of_predict_with_each_ones_figures():
+    """`ferret_aopc_of_rankings` gives each ranking's `ferret_aopc`, from one call that holds each distinct input once."""
+    w = [0.1, 0.2, 0.3, 0.15, 0.25, 0.05, 0.4]
+    calls = []
+
+    def predict(keep):
+        calls.append(keep)
+        return additive(w)(keep)
+
+    rankings = {"a": torch.tensor([0.5, -0.1, 0.9, -0.3, 0.0, 0.2, 0.1]), "b": torch.tensor([0.5, -0.1, 0.9, -0.3, 0.0, 0.2, 0.1]),
+                "c": torch.tensor([3.0, 2.0, 1.0, 0.5, 0.4, 0.3, 0.2]), "none": -torch.ones(7)}  # fmt: skip
+    together = ferret_aopc_of_rankings(predict, rankings, sum(w))
+    assert len(calls) == 1 and len(calls[0]) == len({tuple(row.tolist()) for row in calls[0]})
+    alone = {name: ferret_aopc(additive(w), s, sum(w)) for name, s in rankings.items()}
+    assert together == {name: (pytest.approx(c), pytest.approx(s)) for name, (c, s) in alone.items()}
+    assert together["none"] == (0.0, 1.0)

@@ -79,3 +79,23 @@ def test_the_removal_is_a_setting_of_the_command(tiny_sase_run, tmp_path):
     assert (
         main(["faithfulness", str(tiny_sase_run), "--input", str(data), "--out", str(default), "--methods", "loo", "--removal", "mask"]) == 2
     )  # other settings
+
+
+@pytest.mark.parametrize("model", [{}, {"encoder": "transformer", "pooling": "mean", "layers": 2, "heads": 2, "d_ff": 32}])
+def test_a_runs_deletions_are_one_padded_batch_equal_to_each_input_alone(tiny_sase_maker, tmp_path, model):
+    """Every deletion of a text (inputs of every length, and none left) is one forward pass, the shorter inputs padded
+    under the model's padding mask; each equals the shorter input run alone, in float32, within 1e-6."""
+    source = open_source(str(tiny_sase_maker(tmp_path / "run", **model)))
+    (e,) = source.scored_outputs("t1 t2 t3 t4 t5 t6 t7", flow=False, truncate=False, removal="delete")
+    keep = torch.rand(24, 7, generator=torch.Generator().manual_seed(0)) < 0.5  # (24, 7): inputs of 0 to 7 words
+    keep[0], keep[1] = False, True
+    calls = []
+    handle = source.loaded.model.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        batched = e.predict(keep)  # (24,)
+    finally:
+        handle.remove()
+    with torch.no_grad():
+        alone = [e.f(e.x[row][None] if row.any() else torch.zeros(1, 1, e.x.size(1))).double().exp() for row in keep]  # (1,) each
+    assert len(calls) == 1
+    torch.testing.assert_close(batched, torch.cat(alone), atol=1e-6, rtol=0)

@@ -34,6 +34,6 @@ def test_a_translation_run_writes_its_views(tiny_transformer_run, tmp_path, caps
     assert z["flow"].shape == (4, 4)
 
 
-def test_a_run_refuses_hugging_face_only_options(tiny_transformer_run, tmp_path, capsys):
-    assert main(["attention", str(tiny_transformer_run), "t1 t2", "--out", str(tmp_path / "a.npz"), "--target", "t3"]) == 2
-    assert "--target is for Hugging Face models" in capsys.readouterr().err
+def test_a_run_refuses_hugging_face_only_options(tiny_sase_run, tmp_path, capsys):
+    assert main(["attention", str(tiny_sase_run), "t1 t2", "--out", str(tmp_path / "a.npz"), "--target", "t3"]) == 2
+    assert "--target is for Hugging Face models and translation runs; a classification run attends over its own output" in capsys.readouterr().err

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -154,27 +154,77 @@ def input_x_gradient_and_integrated_gradients(
     The step count is `steps`, or as `integrated_gradients(check=False)` chooses it: STEPS, doubled up to MAX_STEPS
     until the completeness error is within `tolerance` (a later try runs the batch again with more path rows).
     """
+    return attributions_of_outputs(lambda e: f(e).unsqueeze(1), [0], embeddings, reduce, tolerance, baseline, steps)[0]  # (N, 1): one output
+
+
+@dataclass(frozen=True)
+class OutputOf:
+    """One output's score f(e) = scores(e)[:, output] (N,), of a score function that gives every output of an input in
+    one forward pass, scores: (N, T, D) -> (N, O) (a translation's teacher-forced log-probability of each output token).
+    `attributions_of_outputs` attributes several outputs of the same `scores` in one batched pass."""
+
+    scores: Callable[[Tensor], Tensor]
+    output: int
+
+    def __call__(self, e: Tensor) -> Tensor:  # (N, T, D) -> (N,)
+        return self.scores(e)[:, self.output]
+
+
+TOKENS = 8192  # input tokens (rows x T) per batched pass of `attributions_of_outputs`: outputs beyond them go in further passes
+
+
+def attributions_of_outputs(
+    scores: Callable[[Tensor], Tensor], outputs: Sequence[int], embeddings: Tensor, reduce: str = "sum", tolerance: float = TOLERANCE,
+    baseline: Tensor | None = None, steps: int | None = None, tokens: int = TOKENS,
+) -> list[tuple[Attribution, Attribution]]:  # fmt: skip
+    """`input_x_gradient_and_integrated_gradients` of several outputs of one input: for each o of `outputs`, of
+    f_o(e) = scores(e)[:, o] ((N, T, D) -> (N, O)), at `embeddings` (T, D) or (1, T, D), from `baseline` (zeros).
+
+    A gradient belongs to one output, so each output gets its own copies of x and of the path (a row's score is
+    its own output's), and the copies of every output are one batch: [x', x (per output), path (per output)], one
+    forward and one backward pass for them all (in passes of at most `tokens` input tokens, and at least one output
+    a pass), where one pass per output took as many. f(x') comes from the one row x'. With `steps=None` the outputs whose completeness error is over
+    `tolerance` are run again with twice the steps (as `input_x_gradient_and_integrated_gradients`), the others kept.
+    """
     x = _batched(embeddings).detach().float()  # (1, T, D)
     base = torch.zeros_like(x) if baseline is None else _batched(baseline).detach().float()  # (1, T, D)
-    ixg = None
     counts = [steps] if steps is not None else [STEPS * 2**i for i in range(int(math.log2(MAX_STEPS // STEPS)) + 1)]
+    done: dict[int, tuple[Attribution, Attribution]] = {}
+    pending = list(range(len(outputs)))
     for n in counts:
-        sizes, alphas = gauss_legendre(n)
-        path = torch.cat([base + a * (x - base) for a in alphas])  # (n, T, D)
-        batch = torch.cat([base, x, path]).requires_grad_(True)  # (n + 2, T, D)
-        with torch.enable_grad():
-            out = f(batch)  # (n + 2,)
-            (grads,) = torch.autograd.grad(out[1:].sum(), batch)  # (n + 2, T, D)
-        f_base, f_input = float(out[0].detach()), float(out[1].detach())
-        if ixg is None:
-            ixg = Attribution(_reduce(x * grads[1:2], reduce), f_input)
-        weights = torch.tensor(sizes).float().view(n, 1, 1)  # (n, 1, 1)
-        attr = (grads[2:] * weights).sum(dim=0, keepdim=True) * (x - base)  # (1, T, D)
-        delta = float(attr.double().sum()) - (f_input - f_base)
-        ig = Attribution(_reduce(attr, reduce), f_input, f_base, delta, n)
-        if ig.relative_error <= tolerance:
+        size = max(1, (tokens // x.size(1) - 1) // (n + 1))  # outputs per pass
+        for start in range(0, len(pending), size):
+            chunk = pending[start : start + size]
+            done.update(zip(chunk, _outputs_pass(scores, [outputs[i] for i in chunk], x, base, n, reduce)))
+        pending = [i for i in pending if done[i][1].relative_error > tolerance]
+        if not pending:
             break
-    return ixg, ig
+    return [done[i] for i in range(len(outputs))]
+
+
+def _outputs_pass(
+    scores: Callable[[Tensor], Tensor], outputs: list[int], x: Tensor, base: Tensor, n: int, reduce: str
+) -> list[tuple[Attribution, Attribution]]:
+    """One forward and backward pass of `attributions_of_outputs` at n steps (its docstring): (ixg, ig) per output."""
+    k = len(outputs)
+    sizes, alphas = gauss_legendre(n)
+    path = torch.cat([base + a * (x - base) for a in alphas])  # (n, T, D)
+    batch = torch.cat([base, x.expand(k, -1, -1), path.repeat(k, 1, 1)]).requires_grad_(True)  # (1 + k + k n, T, D)
+    own = torch.tensor(outputs)  # (k,)
+    with torch.enable_grad():
+        out = scores(batch)  # (1 + k + k n, O)
+        at_x = out[1 : 1 + k].gather(1, own.to(out.device).unsqueeze(1))[:, 0]  # (k,): f_o(x)
+        on_path = out[1 + k :].view(k, n, -1).gather(2, own.to(out.device).view(k, 1, 1).expand(k, n, 1))[..., 0]  # (k, n): f_o on o's path
+        (grads,) = torch.autograd.grad(at_x.sum() + on_path.sum(), batch)  # (1 + k + k n, T, D)
+    weights = torch.tensor(sizes).float().view(1, n, 1, 1)  # (1, n, 1, 1)
+    attr = (grads[1 + k :].view(k, n, *x.shape[1:]) * weights).sum(dim=1) * (x - base)  # (k, T, D)
+    found = []
+    for j, o in enumerate(outputs):
+        f_base, f_input = float(out[0, o].detach()), float(at_x[j].detach())
+        ixg = Attribution(_reduce(x * grads[1 + j : 2 + j], reduce), f_input)
+        delta = float(attr[j].double().sum()) - (f_input - f_base)
+        found.append((ixg, Attribution(_reduce(attr[j : j + 1], reduce), f_input, f_base, delta, n)))
+    return found
 
 
 @contextmanager

@@ -143,6 +143,11 @@ def ferret_aopc(predict: Predict, scores: Tensor, p: float, fractions: Sequence[
     skipped; the AOPC is the mean over the bins left, and with none left comprehensiveness is 0 and sufficiency 1.
     How tokens are removed stays the `predict`'s choice (ferret deletes them: `sources.hf.scored.deleted_predict`).
     """
+    return ferret_aopc_of_rankings(predict, {"": scores}, p, fractions)[""]
+
+
+def ferret_rationales(scores: Tensor, fractions: Sequence[float]) -> list[Tensor]:
+    """The rationales (T,) bool of one ranking that `ferret_aopc` averages over, in bin order (its docstring)."""
     order = ranking(scores)  # (T,)
     n = order.numel()
     positive = torch.as_tensor(scores).detach().to("cpu", torch.float64).reshape(-1) > 0  # (T,)
@@ -153,9 +158,25 @@ def ferret_aopc(predict: Predict, scores: Tensor, p: float, fractions: Sequence[
         if k == 0 or not rationale.any() or (rationales and torch.equal(rationale, rationales[-1])):
             continue
         rationales.append(rationale)
-    if not rationales:
-        return 0.0, 1.0
-    keep = torch.stack(rationales)  # (R, T)
-    probs = predict(torch.cat([~keep, keep])).detach().to("cpu", torch.float64)  # (2R,)
-    r = len(rationales)
-    return float((p - probs[:r]).mean()), float((p - probs[r:]).mean())
+    return rationales
+
+
+def ferret_aopc_of_rankings(predict: Predict, scores: Mapping[str, Tensor], p: float,
+                            fractions: Sequence[float] = FERRET_FRACTIONS) -> dict[str, tuple[float, float]]:  # fmt: skip
+    """`ferret_aopc` of several rankings of the same T tokens (name -> scores (T,)), with one call of `predict`: the
+    inputs of every bin of every ranking (the text without each rationale, and each rationale alone) in one batch,
+    each distinct input once (as `faithfulness_of_rankings`)."""
+    rationales = {name: ferret_rationales(s, fractions) for name, s in scores.items()}
+    rows = [torch.cat([~torch.stack(r), torch.stack(r)]) for r in rationales.values() if r]  # (2R, T) each
+    if not rows:
+        return {name: (0.0, 1.0) for name in scores}
+    masks, inverse = torch.unique(torch.cat(rows), dim=0, return_inverse=True)  # (M, T): each input once
+    probs = predict(masks).detach().to("cpu", torch.float64)[inverse]  # (sum of 2R,)
+    out, start = {}, 0
+    for name, r in rationales.items():
+        if not r:
+            out[name] = (0.0, 1.0)
+            continue
+        q, start = probs[start : start + 2 * len(r)], start + 2 * len(r)  # (2R,): without each rationale, then each alone
+        out[name] = (float((p - q[: len(r)]).mean()), float((p - q[len(r) :]).mean()))
+    return out

@@ -130,7 +130,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input", metavar="FILE", help="a file of inputs, one a line: one .npz each into the folder --out, named by line number "
                    "(DIR/000001.npz), and DIR/index.jsonl; resumable, and split across torchrun's ranks")  # fmt: skip
     p.add_argument("--out", required=True, help="the .npz file to write (with --input: a folder)")
-    p.add_argument("--target", help="encoder-decoder models: the target to attend over (default: the model's greedy output)")
+    p.add_argument("--target", help="encoder-decoder models and translation runs: the target to attend over (forced decoding; default: the model's own output)")
     p.add_argument("--image", help="vision models and caption runs: the image file")
     p.add_argument("--truncate", action="store_true", help="cut a text longer than the model's positions (default: refuse it)")
     p.add_argument("--words", action="store_true", help="merge subword pieces into words (keys summed, queries averaged)")

@@ -196,7 +196,10 @@ def _add_source_arguments(p: argparse.ArgumentParser) -> None:
     from attnkit.sources.options import FLOW_HELP, FLOWS
     from attnkit.sources.store import MAX_CELLS
 
-    p.add_argument("--target", help="Hugging Face encoder-decoder models: the target to attend over (default: the model's greedy output)")
+    p.add_argument(
+        "--target",
+        help="Hugging Face encoder-decoder models and translation runs: the target to attend over (forced decoding; default: the model's own output)",
+    )
     p.add_argument("--image", help="Hugging Face vision models: the image file")
     p.add_argument("--truncate", action="store_true", help="Hugging Face models: cut a text longer than the model's positions")
     p.add_argument("--flow", nargs="?", const="explained", choices=FLOWS, help=FLOW_HELP)

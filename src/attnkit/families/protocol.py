@@ -161,6 +161,7 @@ class ExploreOptions:
 
     decode: Decode
     words: bool = False  # merge subword pieces into words
+    target: str | None = None  # a given output to show instead of the search's (forced decoding; `Family.forced_decoding`)
 
 
 @dataclass(frozen=True)
@@ -227,8 +228,9 @@ class Family:
     # (`attnkit train --init RUN`); None: the family's runs cannot start from another run's weights
     init_task: Callable[[Any, Path, str | None, Any], Task] | None = None
     data_commands: Callable[[argparse._SubParsersAction, Callable[[str], Any]], None] = lambda sub, load_config: None  # `attnkit data` tools
-    # (loaded, line, output) -> (f: input embeddings (N, T, D) -> scores (N,), the line's embeddings (T, D), what f
-    # scores), for `attnkit attention RUN TEXT --attribute`; None: the family's runs are not attributed
+    # (loaded, line, output[, target=]) -> (f: input embeddings (N, T, D) -> scores (N,), the line's embeddings (T, D), what
+    # f scores), for `attnkit attention RUN TEXT --attribute`; None: the family's runs are not attributed. `target` (only
+    # for a family with `forced_decoding`): the given output, scored in place of the search's
     attribution: Callable[[Any, str, int | None], tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor, str]] | None = None
     engines: Mapping[str, Engine] = field(default_factory=dict)  # `--engine NAME` besides attnkit's own search
     # (loaded, lines, where) -> (source ids, target ids or None: the run's own output) of each `source<TAB>target`
@@ -237,6 +239,7 @@ class Family:
     starter: Starter | None = None  # `attnkit init FAMILY`: a commented config for one's own files
     presets: Path | None = None  # its built-in configs (`attnkit train NAME`): NAME.yaml, and sweeps/NAME.yaml
     attention_kinds: tuple[AttentionKind, ...] = ()  # the kinds of its views, as its pages and plots name them
+    forced_decoding: bool = False  # its runs take `--target`, a given output (`ExploreOptions.target`) in place of the search's
 
     def add_commands(self, sub: argparse._SubParsersAction, write_page: WritePage) -> None:
         self.commands(sub, self, write_page)

@@ -68,19 +68,41 @@ def scored_outputs(source: Source, text: str, settings: Settings) -> list[Scored
     return source.scored_outputs(text, "flow" in settings.methods, settings.truncate, settings.removal)
 
 
-def method_scores(e: ScoredOutput, methods: Sequence[str], seed: int) -> tuple[dict[str, torch.Tensor], dict]:
+def gradients(outputs: Sequence[ScoredOutput], baseline: torch.Tensor | None = None, steps: int | None = None) -> list[tuple]:
+    """(input x gradient, integrated gradients) of each output's score at its input, from `baseline` (zeros) at `steps`
+    (None: as `input_x_gradient_and_integrated_gradients` chooses): the outputs whose scores are columns of one score
+    of the same input (`analysis.attribution.OutputOf`: a translation's output tokens) in one batched forward and
+    backward pass (`attributions_of_outputs`), any other output in a pass of its own."""
+    from attnkit.analysis.attribution import OutputOf, attributions_of_outputs, input_x_gradient_and_integrated_gradients
+
+    groups: dict[object, list[int]] = {}
+    for i, e in enumerate(outputs):
+        groups.setdefault((id(e.f.scores), id(e.x)) if isinstance(e.f, OutputOf) else i, []).append(i)
+    found = {}
+    for members in groups.values():
+        e = outputs[members[0]]
+        if isinstance(e.f, OutputOf):
+            pairs = attributions_of_outputs(e.f.scores, [outputs[i].f.output for i in members], e.x, baseline=baseline, steps=steps)
+        else:
+            pairs = [input_x_gradient_and_integrated_gradients(e.f, e.x, baseline=baseline, steps=steps)]
+        found.update(zip(members, pairs))
+    return [found[i] for i in range(len(outputs))]
+
+
+def method_scores(e: ScoredOutput, methods: Sequence[str], seed: int, pair: tuple | None = None) -> tuple[dict[str, torch.Tensor], dict]:
     """(method -> token scores (T,), integrated gradients' steps and completeness error) of one output.
 
     Input x gradient and integrated gradients come from one forward and backward pass together
-    (`input_x_gradient_and_integrated_gradients`); leave-one-out's T removals are one call of `e.predict`."""
-    from attnkit.analysis.attribution import input_x_gradient, input_x_gradient_and_integrated_gradients
+    (`input_x_gradient_and_integrated_gradients`; `pair`, when given: the output's, from `gradients`, which batches a
+    text's outputs); leave-one-out's T removals are one call of `e.predict`."""
+    from attnkit.analysis.attribution import input_x_gradient
 
     scores: dict[str, torch.Tensor] = {}
     figures = {}
-    gradients = {}
+    found = {}
     if "ig" in methods:
-        ixg, ig = input_x_gradient_and_integrated_gradients(e.f, e.x)
-        gradients = {"ixg": ixg, "ig": ig}
+        ixg, ig = pair or gradients([e])[0]
+        found = {"ixg": ixg, "ig": ig}
         figures = {"steps": ig.steps, "relative_error": ig.relative_error}
     for method in methods:
         if method == "attention":
@@ -89,7 +111,7 @@ def method_scores(e: ScoredOutput, methods: Sequence[str], seed: int) -> tuple[d
             if method in e.attention:
                 scores[method] = e.attention[method]
         elif method in ("ixg", "ig"):
-            a = gradients[method] if method in gradients else input_x_gradient(e.f, e.x)
+            a = found[method] if method in found else input_x_gradient(e.f, e.x)
             scores[method] = a.scores[e.positions]  # (T,)
         elif method == "loo":
             scores[method] = leave_one_out(e.predict, len(e.tokens), e.p)  # (T,)
@@ -98,10 +120,10 @@ def method_scores(e: ScoredOutput, methods: Sequence[str], seed: int) -> tuple[d
     return {name: s.detach().to("cpu", torch.float64) for name, s in scores.items()}, figures
 
 
-def output_record(e: ScoredOutput, settings: Settings, seed: int) -> dict:
+def output_record(e: ScoredOutput, settings: Settings, seed: int, pair: tuple | None = None) -> dict:
     """One explained output's JSON: its tokens, p, every method's scores and figures (every ranking's removals
     in one call of `e.predict`: `faithfulness_of_rankings`)."""
-    scores, figures = method_scores(e, settings.methods, seed)
+    scores, figures = method_scores(e, settings.methods, seed, pair)
     record = {"label": e.label, "p": e.p, "tokens": e.tokens, "scores": {}, "comprehensiveness": {}, "sufficiency": {}, "curve": {}}
     for name, m in faithfulness_of_rankings(e.predict, scores, e.p, settings.fractions, settings.curve).items():
         record["scores"][name] = scores[name].tolist()
@@ -112,9 +134,12 @@ def output_record(e: ScoredOutput, settings: Settings, seed: int) -> dict:
 
 
 def example_record(source: Source, index: int, text: str, settings: Settings) -> dict:
-    """One text's line of examples.jsonl: each output it explains (the random ranking seeded by index and output)."""
-    outputs = [output_record(e, settings, seed=settings.seed + 1_000_003 * index + j) for j, e in enumerate(scored_outputs(source, text, settings))]
-    return {"index": index, "text": text, "outputs": outputs}
+    """One text's line of examples.jsonl: each output it explains (the random ranking seeded by index and output), the
+    gradients of all its outputs in one batch (`gradients`)."""
+    outputs = scored_outputs(source, text, settings)
+    pairs = gradients(outputs) if "ig" in settings.methods else [None] * len(outputs)
+    records = [output_record(e, settings, settings.seed + 1_000_003 * index + j, pair) for j, (e, pair) in enumerate(zip(outputs, pairs))]
+    return {"index": index, "text": text, "outputs": records}
 
 
 def header(source: Source, data: str | Path, settings: Settings) -> dict:

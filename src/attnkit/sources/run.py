@@ -48,8 +48,8 @@ def output_row(views: list, output: int | None) -> tuple[str, int | None] | None
 
 def _check(folder: Path, family, options: AttentionOptions) -> None:
     """One line for the options a run cannot take (module docstring)."""
-    if options.target is not None:
-        raise AttnkitError(f"{folder}: --target is for Hugging Face models; an attnkit run attends over its own output")
+    if options.target is not None and not family.forced_decoding:
+        raise AttnkitError(f"{folder}: --target is for Hugging Face models and translation runs; a {family.name} run attends over its own output")
     if options.truncate:
         raise AttnkitError(f"{folder}: --truncate is for Hugging Face models; an attnkit run reads its input whole")
     if options.attribute and family.attribution is None:
@@ -80,7 +80,8 @@ def _finish(loaded, e: ExplainedInput, line: str, options: AttentionOptions, sto
     if options.attribute:
         from attnkit.sources.attribute import attribution
 
-        f, x, label = loaded.family.attribution(loaded, line, options.output)
+        given = {} if options.target is None else {"target": options.target}  # a family with forced decoding scores the given output
+        f, x, label = loaded.family.attribution(loaded, line, options.output, **given)
         out.attribution = attribution(f, x, label, options.attribute, sequences["tokens"], collector=collector)
     return out
 
@@ -96,7 +97,7 @@ def read_run(loaded, lines: list[str | None], options: AttentionOptions, store: 
         raise AttnkitError(f"{folder}: give the input TEXT")
     decode = loaded.run.decode.with_overrides(beam=options.beam, alpha=options.alpha)
     decode = decode.with_overrides(nbest=options.nbest or decode.beam)
-    explained = family.explain(loaded, lines, ExploreOptions(decode, words=options.words))
+    explained = family.explain(loaded, lines, ExploreOptions(decode, words=options.words, target=options.target))
     if options.attribute:  # the attributions score the output the record shows
         loaded = replace(loaded, run=loaded.run.model_copy(update={"decode": decode}))
     return [_finish(loaded, e, line, options, store()) for e, line in zip(explained, lines)]

@@ -28,7 +28,8 @@ How a token is taken away (`ScoredOutput.predict`; `attnkit faithfulness --remov
   them as ERASER does (`hf.scored.deleted_predict`), `pad` makes them padding (the pad token, its
   attention mask 0) in place.
 
-Removals that keep the input's length are one batch of one shape; deletions, one batch per length.
+Removals that keep the input's length are one batch of one shape; deletions, one padded batch too (a run's score reads
+the model's padding mask, `deleted_removal`; a Hugging Face model its attention mask, `hf.scored.deleted_predict`).
 """
 
 from __future__ import annotations
@@ -121,20 +122,20 @@ def embedding_removal(f: ScoreFn, x: Tensor, fill: Tensor | None = None) -> Call
     return batched(predict)
 
 
-def deleted_removal(f: ScoreFn, x: Tensor) -> Callable[[Tensor], Tensor]:
-    """keep (N, T) -> exp f(x without the rows where keep is False) (N,): a run's `delete` (module docstring), the
-    rows with as many tokens left in one call of f; nothing left reads one zero row."""
+def deleted_removal(f: Callable[..., Tensor], x: Tensor) -> Callable[[Tensor], Tensor]:
+    """keep (N, T) -> exp f(x without the rows where keep is False) (N,): a run's `delete` (module docstring). The
+    inputs left, of any lengths, are one padded batch: each input's rows left-aligned (its positions those of the
+    shorter input), zeros after them, and f reads the padding mask (`f(e, keep)`, the model's own mask, which it was
+    trained with), so each input scores as it would alone; nothing left reads one zero row."""
 
     def predict(keep: Tensor) -> Tensor:
         keep = keep.to(x.device)
-        counts = keep.sum(dim=1)  # (N,)
-        out = torch.empty(keep.size(0), dtype=torch.float64)  # (N,)
-        for n in counts.unique().tolist():
-            rows = (counts == n).nonzero().squeeze(1)  # (n_rows,)
-            e = torch.stack([x[keep[r]] for r in rows.tolist()]) if n else x.new_zeros(len(rows), 1, x.size(-1))  # (n_rows, n, D)
-            with torch.no_grad():
-                out[rows.cpu()] = f(e).double().exp().cpu()  # (n_rows,)
-        return out
+        counts = keep.sum(dim=1, keepdim=True)  # (N, 1)
+        slots = torch.arange(max(1, int(counts.max())), device=x.device)  # (W,)
+        e = x.new_zeros(keep.size(0), slots.numel(), x.size(-1))  # (N, W, D)
+        e[slots < counts] = x.expand(keep.size(0), -1, -1)[keep]  # each input's rows, left-aligned, in order
+        with torch.no_grad():
+            return f(e, slots < counts.clamp(min=1)).double().exp()  # (N,): an empty input reads its one zero row
 
     return batched(predict)
 

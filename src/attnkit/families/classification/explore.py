@@ -15,7 +15,7 @@ line's `ExplainedInput`: the common record (`source` the text, `text` the class)
 probabilities as `probs`, which the family's renderer draws as bars above the hops.
 
 `score_function` is the family's `Family.attribution`: f(word embeddings (N, n, E)) = log p(c | x) (N,)
-(`class_score`), c the predicted class or `--attribute-target c`, over the premise's word embeddings (what the
+(`class_score`; f(e, keep) reads a padded batch of inputs of other lengths under the model's padding mask), c the predicted class or `--attribute-target c`, over the premise's word embeddings (what the
 model's embedding module gives, before the bi-LSTM); a pair's hypothesis keeps its own.
 `benchmarks/sst_attention_attribution.py` attributes with the same `class_score` (or its logit, as
 its published figures did).
@@ -65,21 +65,25 @@ def explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) ->
     return [ExplainedInput(text, r.label, hop_views(r), note=note(r), fields={"probs": r.probs}) for text, r in zip(lines, classify_texts(loaded, list(lines)))]
 
 
-def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int, logit: bool = False) -> Callable[[Tensor], Tensor]:
-    """f(word embeddings (N, S', E)) = log p(c | x) (N,) (with `logit`, the logit of c) for one example `inputs` =
-    (tokens, keep[, tokens2, keep2]), each (1, S): the embeddings replace what `model.embedding` gives the (first)
-    sentence, through a forward hook; S' <= S words (a deletion, `sources.scored`) read as a sentence of S' words."""
+def class_score(model: nn.Module, inputs: tuple[Tensor, ...], c: int, logit: bool = False) -> Callable[..., Tensor]:
+    """f(word embeddings (N, S', E), keep (N, S') = all True) = log p(c | x) (N,) (with `logit`, the logit of c) for one
+    example `inputs` = (tokens, keep[, tokens2, keep2]), each (1, S): the embeddings replace what `model.embedding` gives
+    the (first) sentence, through a forward hook; S' <= S words (a deletion, `sources.scored`) read as a sentence of S'
+    words. `keep` is the model's own padding mask (True on the words, as in training): a batch of inputs of other
+    lengths, left-aligned and padded, reads as each input alone."""
 
-    def f(e: Tensor) -> Tensor:  # (N, S', E) -> (N,)
-        first = tuple(t[:, : e.size(1)] for t in inputs[:2])  # (1, S') each: only the length is read
+    def f(e: Tensor, keep: Tensor | None = None) -> Tensor:  # (N, S', E), (N, S') -> (N,)
+        n, s = e.shape[:2]
+        tokens = inputs[0][:, :s].expand(n, -1)  # (N, S'): only the length is read (the hook gives e)
+        keep = inputs[1][:, :s].expand(n, -1) if keep is None else keep.to(inputs[1].device)  # (N, S')
         with embeddings_replaced(model.embedding, e):  # a pair's hypothesis keeps its own embeddings
-            logits = model(*(t.expand(e.size(0), -1) for t in (*first, *inputs[2:]))).logits  # (N, C)
+            logits = model(tokens, keep, *(t.expand(n, -1) for t in inputs[2:])).logits  # (N, C)
         return (logits.float() if logit else logits.float().log_softmax(dim=-1))[:, c]  # (N,)
 
     return f
 
 
-def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Callable[[Tensor], Tensor], Tensor, str]:
+def score_function(loaded: LoadedRun, line: str, output: int | None) -> tuple[Callable[..., Tensor], Tensor, str]:
     """(f: word embeddings (N, n, E) -> log p(c) (N,), the line's word embeddings (n, E), what f scores) for class
     c = `output` (default: the one the model chose), as the module docstring says."""
     labels = loaded.vocabs.labels.labels

@@ -33,7 +33,7 @@ def _init_task(run: TranslationRun, run_dir: Path, data_dir: str | None, vocabs:
 
 
 def _explain(loaded: LoadedRun, lines: Sequence[str], options: ExploreOptions) -> list[ExplainedInput]:
-    return [explained(e) for e in explore(loaded, lines, options.decode, words=options.words)]
+    return [explained(e) for e in explore(loaded, lines, options.decode, words=options.words, target=options.target)]
 
 
 def _info(loaded: LoadedRun) -> dict:
@@ -46,7 +46,7 @@ FAMILY = Family(
     commands=commands.add_commands, evaluate_options=commands.add_evaluate_arguments, evaluate=commands.evaluate,
     explain=_explain, attention_kinds=KINDS, info=_info, init_task=_init_task, data_commands=data_commands.add_data_commands,
     attribution=attribute.score_function, engines={"ctranslate2": Engine(("ctranslate2",), engine.attach)},
-    starter=starter.STARTER, presets=Path(__file__).parent / "presets", pairs=codec.encode_pairs,
+    starter=starter.STARTER, presets=Path(__file__).parent / "presets", pairs=codec.encode_pairs, forced_decoding=True,
 )  # fmt: skip
 
 __all__ = ["FAMILY", "demo"]

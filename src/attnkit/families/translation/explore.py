@@ -1,6 +1,7 @@
 """Every attention map of a translation, ready to plot, embed in a report or serve as JSON.
 
-`explore` decodes sentences (n-best; with the run's engine, `--engine`, if it has one), then re-runs
+`explore` decodes sentences (n-best; with the run's engine, `--engine`, if it has one; or takes a given translation,
+`--target`: forced decoding), then re-runs
 the best hypothesis teacher-forced through `model.attentions` (`teacher_forced`) to collect all maps
 in the common format: encoder self-attention (source x source), decoder self-attention (output x
 decoder input) and encoder-decoder attention (output x source), per layer and head. `merge_words` turns subword maps into word maps (`viz.words.merge_matrix`:
@@ -23,6 +24,7 @@ import torch
 from attnkit.artifacts.runs import LoadedRun
 from attnkit.config.schema import Decode
 from attnkit.data.vocab import SPECIALS
+from attnkit.families.translation.attribute import forced
 from attnkit.families.translation.codec import Vocabs
 from attnkit.families.translation.teacher_forced import Maps, step_attention, teacher_forced
 from attnkit.families.translation.translate import Translation, translate_run
@@ -50,20 +52,35 @@ def explore_decode(decode: Decode, beam: int | None = None, alpha: float | None 
     return decode.with_overrides(nbest=nbest or decode.beam)
 
 
-def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, words: bool = False) -> list[ExploredTranslation]:
-    """Translate `lines` (with the run's engine, if it has one) and, with `maps`, collect every attention map of
-    each best hypothesis in one teacher-forced pass; an engine's best hypotheses take their search attention from it."""
-    engine = loaded.engine is not None
-    results = translate_run(loaded, lines, decode, return_attention=maps and not engine)
+def explore(loaded: LoadedRun, lines: Sequence[str], decode: Decode, *, maps: bool = True, words: bool = False,
+            target: str | None = None) -> list[ExploredTranslation]:  # fmt: skip
+    """Translate `lines` (with the run's engine, if it has one), or take `target` as each line's translation (`given`:
+    forced decoding), and, with `maps`, collect every attention map of each best hypothesis in one teacher-forced pass;
+    an engine's best hypotheses and a given target take their search attention from it."""
+    searched = loaded.engine is None and target is None
+    if target is None:
+        results = translate_run(loaded, lines, decode, return_attention=maps and searched)
+    else:
+        results = [[given(loaded, line, target)] for line in lines]
     if not maps:
         views: list[list[AttentionView]] = [[] for _ in results]
     else:
-        forced = forced_maps(loaded.model, loaded.vocabs, [r[0] for r in results], decode.batch_size)
-        views = [attention_views(r[0], f) for r, f in zip(results, forced)]
-        if engine:
-            results = [[replace(r[0], attention=step_attention(f)), *r[1:]] for r, f in zip(results, forced)]
+        teacher = forced_maps(loaded.model, loaded.vocabs, [r[0] for r in results], decode.batch_size)
+        views = [attention_views(r[0], f) for r, f in zip(results, teacher)]
+        if not searched:
+            results = [[replace(r[0], attention=step_attention(f)), *r[1:]] for r, f in zip(results, teacher)]
     explored = [ExploredTranslation(i, line, nbest, v) for i, (line, nbest, v) in enumerate(zip(lines, results, views))]
     return [merge_words(e) for e in explored] if words and loaded.vocabs.src_tokenizer.kind != "word" else explored
+
+
+def given(loaded: LoadedRun, line: str, target: str) -> Translation:
+    """`target` as the translation of `line` (`--target`, forced decoding; `attribute.forced`): its pieces, EOS last, and
+    log P(target | line) as its score and log-probability (no length penalty)."""
+    line = forced(loaded, line, target)
+    with torch.no_grad():
+        log_prob = float(line.scores(line.x[None]).sum())  # (1, T) summed
+    text = loaded.vocabs.tgt_tokenizer.detokenize(line.tgt_pieces[:-1])
+    return Translation(text, log_prob, log_prob, True, line.src_pieces, line.tgt_pieces, None)
 
 
 def forced_maps(model: torch.nn.Module, vocabs: Vocabs, best: list[Translation], batch_size: int = 64) -> list[Maps]:
