@@ -1,7 +1,7 @@
 """A run's beam search timed on two checkouts of attnkit: before and after a change, same run, same inputs.
 
     .venv/bin/python benchmarks/search_speed.py RUN --before OLD_CHECKOUT [--after NEW_CHECKOUT] [--n N] [--threads 2]
-        [--repeats 3] [--rounds 1] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16] [--beam K] [--compile]
+        [--repeats 3] [--rounds 1] [--data ../shared/data] [--checkpoint best] [--dtype fp32|bf16] [--beam K] [--compile [--compile-backend eager]]
 
 Each side decodes in processes of its own, the "before" one with PYTHONPATH=OLD_CHECKOUT/src, the
 "after" one with this checkout's src (or `--after`'s). What is decoded depends on the run's
@@ -24,7 +24,9 @@ output is). Run it alone on the machine.
 `--compile` times the "after" side with the model's decoding step compiled (`torch.compile(model.step,
 dynamic=True)`, inductor with freezing): its first decode, which compiles, is timed on its own
 (`first_seconds`) and left out of the median. With `--before` this same checkout, it measures
-what compiling the step buys over the eager, packed step.
+what compiling the step buys over the eager, packed step. `--compile-backend eager` traces the step
+with TorchDynamo but runs it eagerly (no code generation, seconds instead of a minute): a check that the
+compiled path is wired (tests/test_search_speed.py), not a timing.
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ def one_side(args: argparse.Namespace) -> None:
     first = None
     if args.compile:  # compile the step, then time the first decode (compilation) apart from the repeats
         torch._inductor.config.freezing = True  # weights as constants: folded and packed for the CPU GEMMs
-        loaded.model.step = torch.compile(loaded.model.step, dynamic=True)
+        loaded.model.step = torch.compile(loaded.model.step, dynamic=True, backend=args.compile_backend)
         started = time.perf_counter()
         decode()
         first = time.perf_counter() - started
@@ -114,7 +116,8 @@ def one_side(args: argparse.Namespace) -> None:
 
 def _side(args: argparse.Namespace, checkout: Path, compile_step: bool = False) -> dict:
     """Run `one_side` with `checkout`'s attnkit (the step compiled if `compile_step`); its JSON record."""
-    command = [sys.executable, __file__, args.run, *("--compile",) * compile_step, "--child", "--n", str(args.n or 0), "--threads", str(args.threads),
+    compiled = ("--compile", "--compile-backend", args.compile_backend) if compile_step else ()
+    command = [sys.executable, __file__, args.run, *compiled, "--child", "--n", str(args.n or 0), "--threads", str(args.threads),
                "--repeats", str(args.repeats), "--data", args.data, "--checkpoint", args.checkpoint, "--dtype", args.dtype, "--beam", str(args.beam or 0)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
     done = subprocess.run(command, capture_output=True, text=True, env=env)
@@ -137,6 +140,7 @@ def main() -> None:
     p.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--beam", type=int, default=None, help="the beam (default: the family's; 1: greedy search)")
     p.add_argument("--compile", action="store_true", help="compile the after side's decoding step (torch.compile, inductor with freezing)")
+    p.add_argument("--compile-backend", choices=["inductor", "eager"], default="inductor", help="eager: traced but not code-generated (a check, not a timing)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # one side, in its own process
     args = p.parse_args()
     args.n, args.beam = args.n or None, args.beam or None
@@ -153,6 +157,8 @@ def main() -> None:
     same = sum(a == b for a, b in zip(before["outputs"], after["outputs"]))
     record = {"benchmark": "search_speed", "run": args.run, "family": after["family"], "beam": args.beam or BEAMS[after["family"]], "dtype": args.dtype,
               "sentences": after["sentences"], "threads": args.threads, "repeats": args.repeats, "rounds": args.rounds, "compile": args.compile}  # fmt: skip
+    if args.compile:
+        record["compile_backend"] = args.compile_backend
     for name, side in (("before", before), ("after", after)):
         checkout = checkouts[name]
         seconds = statistics.median(side["times"])

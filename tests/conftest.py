@@ -1,7 +1,8 @@
 """Shared fixtures: tiny untrained run folders on disk, built in well under a second; `tiny_trained_run`,
 a shrunk toy-reverse that `attnkit train` trains for 6 updates (its metrics.jsonl for curves); and
 `full_disk`, which makes chosen writes fail as on a full (or read-only) disk; `train_to_reverse`, which
-teaches a tiny Transformer run to reverse its input in a few seconds.
+teaches a tiny Transformer run to reverse its input in a few seconds; `toy_tour`, the docs tour's scratch
+repository with its toy-reverse run trained (250 updates), shared by the tour and the end-to-end tests.
 
 Plots, reports and the web app need a run folder (config.yaml, run.json, a checkpoint) but not a
 model that translates well; training even a tiny one takes tens of seconds on 2 cores. These runs
@@ -20,6 +21,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import errno
 import gzip
 import random
+import re
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -53,6 +57,8 @@ MULTI30K = Path(os.environ.get("ATTNKIT_MULTI30K", Path(__file__).resolve().pare
 SHARED_SCOPES = {
     "tests/families/captioning/test_shapes.py": "shapes_run",  # the captioner trained on shapes (captioning/conftest.py)
     "tests/families/captioning/test_caption_api.py": "shapes_run",
+    "tests/docs/test_tour.py": "toy_tour",  # the tour's toy-reverse training (`toy_tour` below)
+    "tests/e2e/test_toy_reverse.py": "toy_tour",
 }
 
 
@@ -164,6 +170,34 @@ def tiny_trained_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("trained") / "toy"
     assert main(["train", "toy-reverse", "--out", str(out), *(a for k, v in TINY_TRAINING.items() for a in ("--set", f"{k}={v}"))]) == 0
     return out
+
+
+@dataclass(frozen=True)
+class ToyTour:
+    repo: Path  # the tour's scratch repository (benchmarks/tour.py's `scratch`)
+    line: str  # page 8's training command, as the page shows it
+    command: str  # as the tour test runs it (its budget appended)
+    result: object  # what running it gave (benchmarks/tour.py's `Result`)
+    run: Path  # the run folder it trained
+
+
+@pytest.fixture(scope="session")
+def toy_tour(tmp_path_factory) -> ToyTour:
+    """The docs tour's scratch repository with page 8's `attnkit train toy-reverse` already run in it, as the tour runs
+    it (at its `(tour test: ...)` budget, 250 updates, one thread): tests/docs/test_tour.py runs the pages there, and
+    tests/e2e/test_toy_reverse.py takes the run as its trained toy-reverse. One training for both (SHARED_SCOPES puts
+    the two modules on one worker). Tests that write into the run folder copy it first."""
+    from benchmark_scripts import BENCHMARKS
+
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))  # as tests/docs/test_tour.py imports it: one `tour` module, one `Result`
+    import tour
+
+    repo = tour.scratch(tmp_path_factory.mktemp("tour"))
+    [command] = [c for c in tour.commands(tour.TOUR / "8-explanation.md") if c.name == "attnkit train toy-reverse"]
+    result = tour.run(command.run, repo, timeout=600)
+    assert result.rc == 0, f"{command.run}: exit status {result.rc}\n{result.out[-3000:]}"
+    return ToyTour(repo, command.line, command.run, result, repo / re.search(r"--out (\S+)", command.run).group(1))
 
 
 def reversals(rng: random.Random, n: int) -> list[tuple[list[int], list[int]]]:

@@ -31,8 +31,8 @@ train:
   betas: [0.9, 0.999]
   schedule: {{kind: inverse_sqrt, lr: 0.01, warmup: 50}}
   clip_norm: 1.0
-  max_steps: 300
-  eval_every: 300
+  max_steps: 250
+  eval_every: 250
   log_every: 100
 """
 

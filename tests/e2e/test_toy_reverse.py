@@ -1,4 +1,7 @@
-"""End to end through the CLI: train toy-reverse, translate, evaluate, average, resume."""
+"""End to end through the CLI: train toy-reverse, translate, evaluate, average.
+
+The trained run is the docs tour's (tests/conftest.py's `toy_tour`): `attnkit train toy-reverse` at the tour
+test's budget of 250 updates, which tests/docs/test_tour.py explains, translates and prunes in the same session."""
 
 import json
 
@@ -12,25 +15,23 @@ from attnkit.cli import main
 
 
 @pytest.fixture(scope="module")
-def toy_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("toy") / "run"
-    assert main(["train", "toy-reverse", "--out", str(out)]) == 0
-    return out
+def toy_run(toy_tour):
+    return toy_tour.run
 
 
 @pytest.mark.slow
-def test_learns_reversal_in_500_updates(toy_run, tmp_path, capsys):
-    """The preset's 500 updates learn the task; how long they take is benchmarks/busy_machine.py's and
-    train_tps.py's to measure (a test that times itself fails on a busy machine)."""
+def test_learns_reversal_in_250_updates(toy_run, tmp_path, capsys):
+    """250 of the preset's 500 updates learn most of the task; how long they take is benchmarks/busy_machine.py's
+    and train_tps.py's to measure (a test that times itself fails on a busy machine)."""
     out = toy_run
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     valid = [r for r in records if r["kind"] == "valid"]
-    assert valid[-1]["step"] == 500
-    # 500 updates: 100% exact match on the 200 validation sequences with 2 threads on an AMD EPYC, 83%
-    # (BLEU 90.7) with 1, 70% (BLEU 89.8) with 2 on an Intel Xeon with AMX (2026-12-07): the run is
-    # deterministic for a CPU and thread count, but the last sequences are learnt right at update 500, so
-    # the kernels' summation order decides how many. Untrained: 0% (BLEU near 0).
-    assert valid[-1]["exact"] >= 0.6 and valid[-1]["bleu"] >= 85.0
+    assert valid[-1]["step"] == 250
+    # 250 updates, one thread: 77.5% exact match (BLEU 86.2) on the 200 validation sequences on an Intel Xeon with
+    # AMX (2026-12-08), 77% on an AMD EPYC (the tour's run of 2026-12-07, which reached 98.5% at 500). The run is
+    # deterministic for a CPU and thread count, but sequences are still being learnt, so the kernels' summation order
+    # decides how many. Untrained: 0% (BLEU near 0).
+    assert valid[-1]["exact"] >= 0.5 and valid[-1]["bleu"] >= 75.0
     assert any(k.startswith("entropy/cross") for k in valid[-1])
     src = tmp_path / "src.txt"
     src.write_text("t3 t1 t4 t1 t5 t9\nt2 t6 t5 t3 t5 t8 t9 t7\n")
@@ -44,7 +45,7 @@ def test_learns_reversal_in_500_updates(toy_run, tmp_path, capsys):
     assert record["src"][:6] == ["t3", "t1", "t4", "t1", "t5", "t9"] and len(record["attention"]) == len(record["tgt"])
     # Reversal: output token i attends most to source token n-1-i (the anti-diagonal).
     argmax = [row.index(max(row)) for row in record["attention"][:6]]
-    assert sum(a == 5 - i for i, a in enumerate(argmax)) >= 5  # all six on most CPUs, five on an Intel Xeon with AMX
+    assert sum(a == 5 - i for i, a in enumerate(argmax)) >= 4  # five of six on an Intel Xeon with AMX (one in six by chance)
 
 
 @pytest.mark.slow
@@ -66,9 +67,8 @@ def test_evaluate_prints_bleu_json(toy_run, tmp_path, capsys):
     assert "nrefs:1" in report["bleu_signature"]
 
 
-@pytest.mark.slow
-def test_average_last_checkpoints(toy_run, tmp_path, capsys):
-    out = toy_run
+def test_average_last_checkpoints(tiny_trained_run, tmp_path, capsys):
+    out = tiny_trained_run
     dirs = checkpoint_dirs(out)
     assert len(dirs) >= 2
     assert main(["average", str(out), "--last", "2", "--out", str(tmp_path / "avg")]) == 0
@@ -80,8 +80,8 @@ def test_average_last_checkpoints(toy_run, tmp_path, capsys):
     src.write_text("t1 t2 t3 t4 t5\n")
     capsys.readouterr()
     assert main(["translate", str(tmp_path / "avg"), "--input", str(src), "--beam", "1"]) == 0
-    out_tokens = capsys.readouterr().out.split()
-    assert 1 <= len(out_tokens) <= 10 and all(t in {f"t{i}" for i in range(10)} for t in out_tokens)
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1 and all(t in {f"t{i}" for i in range(10)} for t in printed.split())  # 6 updates: maybe none
 
 
 def test_errors_are_one_line(tmp_path, capsys):

@@ -92,12 +92,13 @@ def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path):
     import time
 
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "attnkit", "train", "toy-reverse", "--out", str(out), "--set", "train.max_steps=100000", "--set", "train.eval_every=100000"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    small = ("data.synthetic.train_size=2000", "model.d_model=32", "model.d_ff=64", "train.log_every=1", "train.eval_every=100000")
+    cmd = [sys.executable, "-m", "attnkit", "train", "toy-reverse", "--out", str(out), *(a for v in small for a in ("--set", v))]
+    proc = subprocess.Popen([*cmd, "--set", "train.max_steps=100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while time.time() < deadline and not (out / "metrics.jsonl").exists():
-        time.sleep(0.2)
-    time.sleep(2.0)  # some updates
+    while time.time() < deadline and not (out / "metrics.jsonl").exists():  # written at the first update
+        time.sleep(0.1)
+    time.sleep(0.5)  # some more updates
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
@@ -107,7 +108,6 @@ def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path):
     step = int(checkpoint.name.removeprefix("step_"))
     assert step > 0 and f"at step {step};" in stdout
     assert not [p for p in out.rglob("*") if ".tmp" in p.name]
-    resumed = subprocess.run([*cmd[:-4], "--set", f"train.max_steps={step + 3}", "--set", "train.eval_every=100000", "--resume"],
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    resumed = subprocess.run([*cmd, "--set", f"train.max_steps={step + 3}", "--resume"], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert f"trained {step + 3} steps" in resumed.stdout
