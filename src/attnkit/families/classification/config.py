@@ -17,6 +17,8 @@ class ClassifyData(Strict):
     sentences). `snli` reads SNLI pairs from `train`/`valid` (TSV) or, without them, splits
     `dir/snli_1.0_dev.tsv.gz` by premise (`dev_fraction` of the premises to validation).
     `labelled` reads `train`/`valid` TSV/CSV/JSONL files with the named columns.
+    `lowercase` and `drop_symbols` (every non-word character to a space: punctuation dropped, words split at
+    apostrophes and hyphens, Jain & Wallace's SST words) normalise the text before it is split into words.
     """
 
     corpus: Literal["sst", "snli", "labelled"]
@@ -30,6 +32,7 @@ class ClassifyData(Strict):
     binary: bool = False
     dev_fraction: float = Field(0.1, gt=0.0, lt=1.0)
     lowercase: bool = True
+    drop_symbols: bool = False
     min_freq: PositiveInt = 1
     max_vocab: PositiveInt | None = None
 

@@ -81,11 +81,11 @@ def _prepare(run: SentenceRun, data_dir: str | None, folder: Path) -> None:
         train, valid, labels = classify_splits(d, data_dir)
         bar.update(1)
         bar.set_postfix_str("vocabulary")
-        vocab = build_vocab(train, min_freq=d.min_freq, max_size=d.max_vocab, lowercase=d.lowercase)
+        vocab = build_vocab(train, min_freq=d.min_freq, max_size=d.max_vocab, lowercase=d.lowercase, drop_symbols=d.drop_symbols)
         bar.update(1)
         for name, examples in (("train", train), ("valid", valid)):
             bar.set_postfix_str(f"encoding {name}")
-            encoded = encode_examples(examples, vocab, labels, lowercase=d.lowercase)
+            encoded = encode_examples(examples, vocab, labels, lowercase=d.lowercase, drop_symbols=d.drop_symbols)
             sequences.update({f"{name}_ids": [e.ids for e in encoded], f"{name}_ids2": [e.ids2 or [] for e in encoded],
                               f"{name}_labels": [[e.label] for e in encoded]})  # fmt: skip
             bar.update(1)
