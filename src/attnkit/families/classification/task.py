@@ -106,10 +106,14 @@ class ClassificationTask:
                  len(self.train), len(self.valid), len(self.vocabs.vocab), len(self.vocabs.labels))  # fmt: skip
 
     def build_model(self) -> nn.Module:
-        """The classifier; its embedding filled from `model.word_vectors` when given."""
+        """The classifier; its embedding filled from `model.word_vectors` when given (the words it lacks
+        at zero with `model.missing_vectors: zero`)."""
         model = build(self.run, self.vocabs)
         path = self.run.model.word_vectors
         if path is not None:
+            if self.run.model.missing_vectors == "zero":
+                with torch.no_grad():
+                    model.embedding.weight.zero_()  # (V, E): the file's vectors fill their rows next
             tokens = self.vocabs.vocab.to_json()["tokens"]
             found = load_word_vectors(path, tokens, model.embedding)
             log.info("%s: vectors for %d of %d words", path, found, len(tokens))
