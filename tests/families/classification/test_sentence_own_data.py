@@ -52,6 +52,13 @@ def test_no_label_column(write_file, cli_error, tmp_path: Path) -> None:
     assert f"{table}, line 1: no label column (the columns are text, sentiment); name it with --label-column" in err
 
 
+def test_a_missing_word_vector_file_is_refused_before_any_work(cli_error, tmp_path: Path) -> None:
+    sets_ = ["--set", f"model.word_vectors={tmp_path}/glove.txt", "--set", "model.embed_dim=8"]
+    err = cli_error(["train", "jw-sst2", "--out", str(tmp_path / "run"), *sets_])
+    assert err == f"attnkit: error: {tmp_path}/glove.txt: no such file (model.word_vectors)"
+    assert not (tmp_path / "run" / "config.yaml").exists() and not (tmp_path / ".attnkit-cache").exists()
+
+
 def test_a_named_label_column_missing_at_train(write_file, cli_error, tmp_path: Path) -> None:
     table = write_file(tmp_path, "t.csv", "text,sentiment\ngood film,positive\n")
     config = write_file(tmp_path, "c.yaml", f"data: {{corpus: labelled, train: {table}, valid: {EXAMPLES / 'valid.csv'}}}\n"

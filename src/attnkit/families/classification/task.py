@@ -16,6 +16,7 @@ from torch import nn
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.attention.structured import frobenius_penalty
 from attnkit.data.batching import pad
+from attnkit.errors import DataError
 from attnkit.evaluate.metrics import accuracy
 from attnkit.families.classification.codec import EncodedText, SentenceVocabs, build_vocab, encode_examples, vocabs_from_json, vocabs_to_json
 from attnkit.families.classification.config import SentenceRun
@@ -99,6 +100,9 @@ class ClassificationTask:
     unit = "examples"
 
     def __init__(self, run: SentenceRun, run_dir: Path, data_dir: str | None) -> None:
+        vectors = run.model.word_vectors
+        if vectors is not None and not Path(vectors).expanduser().is_file():  # before the data is read
+            raise DataError(f"{vectors}: no such file (model.word_vectors)")
         self.run = run
         self.vocabs, self.train, self.valid = load_examples(run, run_dir, data_dir)
         self.train_lengths = text_lengths(self.train)
