@@ -3,7 +3,8 @@ definitions, over several seeds, beside their released values (docs/analysis.md,
 
     .venv/bin/python benchmarks/jw_number_for_number.py RUN [RUN ...] --out FILE.json [--their sst|snli] [--removal delete] [--limit N]
 
-Each RUN is a sentence classifier trained with one seed (`attnkit train jw-sst2 --set train.seed=S`). Over the
+Each RUN is a sentence classifier trained with one seed (`attnkit train jw-sst2 --set train.seed=S`, after
+`scripts/wink_vectors.py` has written the preset's word vectors: docs/analysis.md). Over the
 run's validation split (SST: the dev trees' sentences; their figures are on SST's test split, held out here),
 kept as their `DatasetBC` keeps texts (SST: more than 5 words and fewer than the longest, `filterbylength`
 with min_length=5), per text and per definition (`families.classification.jain_wallace.DEFINITIONS`), the

@@ -24,9 +24,9 @@ from attnkit.analysis.attribution import integrated_gradients
 from attnkit.analysis.correlation import kendall_tau
 from attnkit.errors import AttnkitError
 from attnkit.families import load_run
-from attnkit.families.classification.codec import words
 from attnkit.families.classification.data import read_sst_trees
 from attnkit.families.classification.explore import class_score
+from attnkit.families.classification.infer import tokenize
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
     taus: dict[str, list[float]] = {}
     correct = incomplete = used = 0
     for e in examples[: args.n]:
-        ids = torch.tensor([v.vocab.encode(words(e.text, loaded.run.data.lowercase))])  # (1, S)
+        ids = torch.tensor([v.vocab.encode(tokenize(loaded, e.text))])  # (1, S)
         keep = torch.ones_like(ids, dtype=torch.bool)  # (1, S)
         with torch.no_grad():
             out = model(ids, keep)

@@ -111,3 +111,10 @@ def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path):
     resumed = subprocess.run([*cmd, "--set", f"train.max_steps={step + 3}", "--resume"], capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert f"trained {step + 3} steps" in resumed.stdout
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_amsgrad_keeps_the_running_maximum_of_the_second_moment(tmp_path, amsgrad):
+    train(tiny(amsgrad=amsgrad, max_steps=2, eval_every=2), tmp_path / "run")
+    saved = load_file(str(tmp_path / "run" / "checkpoints" / "step_00000002" / "trainer.safetensors"))
+    assert any("max_exp_avg_sq" in name for name in saved) == amsgrad  # torch.optim.Adam's AMSGrad state

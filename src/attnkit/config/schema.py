@@ -66,6 +66,7 @@ class Train(Strict):
     betas: tuple[float, float] = (0.9, 0.98)
     eps: PositiveFloat = 1e-9
     weight_decay: float = Field(0.0, ge=0.0)
+    amsgrad: bool = False  # Adam's AMSGrad variant (Reddi et al. 2018): steps divided by the running maximum of the second moment
     schedule: Schedule = Schedule()
     label_smoothing: float = Field(0.1, ge=0.0, lt=1.0)
     clip_norm: float = Field(0.0, ge=0.0)

@@ -66,7 +66,7 @@ class Trainer:
         self.replica = distributed.Replica(model, world)  # computes the loss (through DDP on several ranks)
         # fused: one kernel for the whole step, 5x faster than the default per-parameter loop on a CPU (docs/training.md)
         fused = device.type in ("cpu", "cuda")
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay, fused=fused)
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=t.betas, eps=t.eps, weight_decay=t.weight_decay, amsgrad=t.amsgrad, fused=fused)
         s = t.schedule
         match s.kind:
             case "noam":

@@ -180,3 +180,25 @@ def test_normalize_encode_and_pad():
     assert (tokens[~keep] == 0).all() and tokens.dtype == torch.long
     with pytest.raises(DataError, match="example 1: unknown label 'yes'"):
         encode_examples([LabelledText("A.", "yes")], vocab, labels)
+
+
+def test_drop_symbols_gives_jain_and_wallaces_sst_words():
+    # their preprocess/SST/SST.ipynb `tokenize`, applied by hand to these leaves: "-LRB-" removed, "-RRB-" a
+    # space, re.sub(r"\W", " ", ...), spaces collapsed, lowercased
+    [(text, _), *_] = parse_sst_tree(r"(3 (2 It) (3 (2 's) (3 (2 -LRB-) (3 (2 Élan\/co-writer) (2 -RRB-) (2 does) (2 n't) (2 !)))))")
+    assert normalize(text, drop_symbols=True).split() == ["it", "s", "élan", "co", "writer", "does", "n", "t"]
+    assert normalize(text).split() == ["it", "'s", "(", "élan", "/", "co-writer", ")", "does", "n't", "!"]  # the default keeps them
+    examples = [LabelledText("Don't -- stop!", "neutral"), LabelledText("...", "neutral")]
+    vocab = build_vocab(examples, drop_symbols=True)
+    encoded = encode_examples(examples, vocab, LabelMap(SNLI_LABELS), drop_symbols=True)
+    assert [vocab.decode(e.ids) for e in encoded] == [["don", "t", "stop"]]  # "..." has no word left: dropped
+
+
+def test_drop_symbols_gives_their_sst_vocabulary_size():
+    path = SHARED / "sst/trees_train.txt.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} not available")
+    train, _ = read_sst_trees(path, binary=True)
+    # their notebook printed "Vocabulary size :  13826": the training words (min_df 1) and <0>, <UNK>, <SOS>, <EOS>;
+    # attnkit's four specials are <pad>, <unk>, <s>, </s>
+    assert len(train) == 6920 and len(build_vocab(train, drop_symbols=True)) == 13826

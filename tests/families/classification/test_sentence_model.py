@@ -282,3 +282,13 @@ def test_bad_word_vector_files_are_refused(tmp_path, text, message):
     embedding = torch.nn.Embedding(len(VOCAB), 4, padding_idx=0)
     with pytest.raises(DataError, match=message):
         load_word_vectors(write(tmp_path / "vectors.txt", text), VOCAB, embedding)
+
+
+def test_word_vectors_path_may_start_at_home_and_a_missing_file_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write(tmp_path / "vectors.txt", "bad 1 2 3 4\n")
+    embedding = torch.nn.Embedding(len(VOCAB), 4, padding_idx=0)
+    assert load_word_vectors("~/vectors.txt", VOCAB, embedding) == 1
+    torch.testing.assert_close(embedding.weight[5], torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    with pytest.raises(DataError, match=rf"^{tmp_path}/glove\.txt: no such file$"):
+        load_word_vectors("~/glove.txt", VOCAB, embedding)

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import yaml
 
 from attnkit.cli import main
+from attnkit.families.classification.config import SentenceRun
+from attnkit.families.classification.task import ClassificationTask
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "classification"
 TINY = ["model.embed_dim=16", "model.u=16", "model.d_a=16", "model.r=2", "model.mlp_hidden=32", "train.max_steps=6", "train.eval_every=6"]
@@ -47,6 +50,13 @@ def test_no_label_column(write_file, cli_error, tmp_path: Path) -> None:
     table = write_file(tmp_path, "t.csv", "text,sentiment\ngood film,positive\n")
     err = cli_error(["init", "classification", "--train", table, "--valid", str(EXAMPLES / "valid.csv")])
     assert f"{table}, line 1: no label column (the columns are text, sentiment); name it with --label-column" in err
+
+
+def test_a_missing_word_vector_file_is_refused_before_any_work(cli_error, tmp_path: Path) -> None:
+    sets_ = ["--set", f"model.word_vectors={tmp_path}/glove.txt", "--set", "model.embed_dim=8"]
+    err = cli_error(["train", "jw-sst2", "--out", str(tmp_path / "run"), *sets_])
+    assert err == f"attnkit: error: {tmp_path}/glove.txt: no such file (model.word_vectors)"
+    assert not (tmp_path / "run" / "config.yaml").exists() and not (tmp_path / ".attnkit-cache").exists()
 
 
 def test_a_named_label_column_missing_at_train(write_file, cli_error, tmp_path: Path) -> None:
@@ -101,3 +111,23 @@ def test_an_unknown_label_names_the_known_ones_on_one_short_line(tmp_path: Path,
     err = cli_error(["init", "classification", "--train", str(train), "--valid", str(EXAMPLES / "valid.csv")])
     assert "\n" not in err.strip() and len(err) < 500
     assert f"{EXAMPLES / 'valid.csv'}, line 2: unknown label 'positive' (known: 'neg\\nmore,pos\\nmore,pos" in err and "..., pos)" in err
+
+
+@pytest.mark.parametrize("missing", ["random", "zero"])
+def test_word_vectors_start_the_embedding_and_the_log_counts_them(tmp_path: Path, caplog, missing: str) -> None:
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("film 1 2 3 4\nthe -1 0 0.5 2\nnowhere 9 9 9 9\n", encoding="utf-8")
+    run = SentenceRun.model_validate({
+        "data": {"corpus": "labelled", "train": str(EXAMPLES / "train.csv"), "valid": str(EXAMPLES / "valid.csv"), "drop_symbols": True},
+        "model": {"kind": "sase", "embed_dim": 4, "u": 4, "d_a": 4, "r": 1, "mlp_hidden": 0, "word_vectors": str(vectors), "missing_vectors": missing},
+        "train": {"max_steps": 1},
+    })  # fmt: skip
+    task = ClassificationTask(run, tmp_path / "run", None)
+    tokens = task.vocabs.vocab.to_json()["tokens"]
+    with caplog.at_level("INFO", logger="attnkit"):
+        weight = task.build_model().embedding.weight.detach()  # (V, 4)
+    assert f"{vectors}: vectors for 2 of {len(tokens)} words" in caplog.text
+    torch.testing.assert_close(weight[[tokens.index("film"), tokens.index("the")]], torch.tensor([[1.0, 2, 3, 4], [-1, 0, 0.5, 2]]))
+    rest = weight[[i for i, t in enumerate(tokens) if t not in ("film", "the", "<pad>")]]  # (V - 3, 4)
+    assert (rest == 0).all() if missing == "zero" else (rest != 0).all()
+    assert (weight[tokens.index("<pad>")] == 0).all()

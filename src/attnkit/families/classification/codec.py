@@ -20,6 +20,7 @@ from attnkit.families.classification.data import LabelledText, LabelMap, shown_l
 
 logger = logging.getLogger("attnkit")
 _WORD = re.compile(r"\w+(?:['’-]\w+)*|['’]\w+|[^\w\s]")  # words (don't, co-writer, 's) or one symbol
+_SYMBOL = re.compile(r"\W")  # any character that is not a letter, digit or underscore
 
 
 @dataclass
@@ -38,16 +39,21 @@ def vocabs_from_json(info: dict[str, Any], folder: Path) -> SentenceVocabs:
     return SentenceVocabs(Vocabulary.from_json(info["vocab"]), LabelMap.from_json(info["labels"]))
 
 
-def words(text: str, lowercase: bool) -> list[str]:
+def words(text: str, lowercase: bool, drop_symbols: bool = False) -> list[str]:
     """The words of `text` as the model reads them (normalized as in training)."""
-    return WordTokenizer().tokenize(normalize(text, lowercase))
+    return WordTokenizer().tokenize(normalize(text, lowercase, drop_symbols))
 
 
-def normalize(text: str, lowercase: bool = True) -> str:
+def normalize(text: str, lowercase: bool = True, drop_symbols: bool = False) -> str:
     """Lowercase (optionally) and set words and punctuation apart by single spaces, for `WordTokenizer`.
 
-    ``"Don't stop." -> "don't stop ."``; PTB-tokenised text (SST) keeps its tokens (``'s``).
+    ``"Don't stop." -> "don't stop ."``; PTB-tokenised text (SST) keeps its tokens (``'s``). With
+    `drop_symbols` every character that is not a letter, digit or underscore (Python's ``\\W``) becomes a
+    space first, as Jain & Wallace's SST preprocessing does: ``"Don't stop, co-writer." -> "don t stop co
+    writer"``.
     """
+    if drop_symbols:
+        text = _SYMBOL.sub(" ", text)
     return " ".join(_WORD.findall(text.lower() if lowercase else text))
 
 
@@ -57,6 +63,7 @@ def build_vocab(
     min_freq: int = 1,
     max_size: int | None = None,
     lowercase: bool = True,
+    drop_symbols: bool = False,
 ) -> Vocabulary:
     """`Vocabulary.build` over the normalized texts (both texts of a pair).
 
@@ -66,10 +73,11 @@ def build_vocab(
         min_freq: Keep words seen at least this often.
         max_size: Largest vocabulary, the specials included.
         lowercase: Lowercase before counting (as `normalize`).
+        drop_symbols: Symbols to spaces before counting (as `normalize`).
     """
     tokenizer = tokenizer or WordTokenizer()
     texts = (t for e in examples for t in (e.text, e.text2) if t is not None)
-    return Vocabulary.build((tokenizer.tokenize(normalize(t, lowercase)) for t in texts), min_freq, max_size)
+    return Vocabulary.build((tokenizer.tokenize(normalize(t, lowercase, drop_symbols)) for t in texts), min_freq, max_size)
 
 
 @dataclass
@@ -87,6 +95,7 @@ def encode_examples(
     label_map: LabelMap,
     tokenizer: Tokenizer | None = None,
     lowercase: bool = True,
+    drop_symbols: bool = False,
 ) -> list[EncodedText]:
     """Normalize, tokenize and look up every text; drop (and log) examples with no token left.
 
@@ -98,8 +107,8 @@ def encode_examples(
     for number, e in enumerate(examples, start=1):
         if e.label not in label_map:
             raise DataError(f"example {number}: unknown label {shown_label(repr(e.label))} (known: {label_map.shown()})")
-        ids = vocab.encode(tokenizer.tokenize(normalize(e.text, lowercase)))
-        ids2 = None if e.text2 is None else vocab.encode(tokenizer.tokenize(normalize(e.text2, lowercase)))
+        ids = vocab.encode(tokenizer.tokenize(normalize(e.text, lowercase, drop_symbols)))
+        ids2 = None if e.text2 is None else vocab.encode(tokenizer.tokenize(normalize(e.text2, lowercase, drop_symbols)))
         if not ids or ids2 == []:
             dropped += 1
         else:

@@ -17,6 +17,8 @@ class ClassifyData(Strict):
     sentences). `snli` reads SNLI pairs from `train`/`valid` (TSV) or, without them, splits
     `dir/snli_1.0_dev.tsv.gz` by premise (`dev_fraction` of the premises to validation).
     `labelled` reads `train`/`valid` TSV/CSV/JSONL files with the named columns.
+    `lowercase` and `drop_symbols` (every non-word character to a space: punctuation dropped, words split at
+    apostrophes and hyphens, Jain & Wallace's SST words) normalise the text before it is split into words.
     """
 
     corpus: Literal["sst", "snli", "labelled"]
@@ -30,6 +32,7 @@ class ClassifyData(Strict):
     binary: bool = False
     dev_fraction: float = Field(0.1, gt=0.0, lt=1.0)
     lowercase: bool = True
+    drop_symbols: bool = False
     min_freq: PositiveInt = 1
     max_vocab: PositiveInt | None = None
 
@@ -53,7 +56,8 @@ class Sase(Strict):
     (premise, hypothesis) pairs (SNLI; `attend` is Jain & Wallace's: the hypothesis's final state attends over
     the premise). `word_dropout` replaces training words by <unk> with that probability; `mlp_hidden: 0`
     makes the classifier one linear layer (Jain & Wallace's); `word_vectors` initialises the embedding from
-    a word2vec/GloVe text file.
+    a word2vec/GloVe text file, and the words it lacks start at random (N(0, 1)) or, with `missing_vectors:
+    zero`, at zero (torchtext's default, Jain & Wallace's).
     `encoder: transformer` replaces the bi-LSTM by `layers` pre-norm Transformer encoder layers of
     width embed_dim (`heads`, `d_ff`, `encoder_dropout`), whose self-attention maps rollout and flow read.
     """
@@ -71,6 +75,7 @@ class Sase(Strict):
     pooling: Literal["attention", "mean", "last"] = "attention"
     pair: Literal["none", "factor", "concat", "attend"] = "none"
     word_vectors: str | None = None
+    missing_vectors: Literal["random", "zero"] = "random"
     layers: PositiveInt = 2
     heads: PositiveInt = 4
     d_ff: PositiveInt = 600

@@ -54,7 +54,7 @@ class ClassifyResult:
 
 def tokenize(loaded: LoadedRun, text: str) -> list[str]:
     """The words of `text` as the run's model reads them (normalized as in training)."""
-    return words(text, loaded.run.data.lowercase)
+    return words(text, loaded.run.data.lowercase, loaded.run.data.drop_symbols)
 
 
 def _split(loaded: LoadedRun, texts: Sequence[str], source: str, pair: bool) -> list[tuple[list[str], list[str] | None]]:

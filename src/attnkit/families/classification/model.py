@@ -294,7 +294,7 @@ def load_word_vectors(path: str | Path, vocab_tokens: Sequence[str], embedding: 
     vector. Values are parsed only for words in the vocabulary; the padding row stays as it is.
 
     Args:
-        path: Plain or ``.gz`` UTF-8 file.
+        path: Plain or ``.gz`` UTF-8 file (``~`` is the home folder).
         vocab_tokens: The token of each embedding row, in id order.
         embedding: The embedding to fill in place.
 
@@ -305,6 +305,7 @@ def load_word_vectors(path: str | Path, vocab_tokens: Sequence[str], embedding: 
         DataError: Unreadable file, invalid UTF-8, a dimension other than the embedding's, a line
             with too few values or a value that is not a number (with file and line).
     """
+    path = Path(path).expanduser()
     dim = embedding.embedding_dim
     rows = {token: i for i, token in enumerate(vocab_tokens) if i != embedding.padding_idx}
     found: set[int] = set()

@@ -16,6 +16,7 @@ from torch import nn
 from attnkit.artifacts.prepared import data_key, load_sequences, prepared, save_sequences
 from attnkit.attention.structured import frobenius_penalty
 from attnkit.data.batching import pad
+from attnkit.errors import DataError
 from attnkit.evaluate.metrics import accuracy
 from attnkit.families.classification.codec import EncodedText, SentenceVocabs, build_vocab, encode_examples, vocabs_from_json, vocabs_to_json
 from attnkit.families.classification.config import SentenceRun
@@ -81,11 +82,11 @@ def _prepare(run: SentenceRun, data_dir: str | None, folder: Path) -> None:
         train, valid, labels = classify_splits(d, data_dir)
         bar.update(1)
         bar.set_postfix_str("vocabulary")
-        vocab = build_vocab(train, min_freq=d.min_freq, max_size=d.max_vocab, lowercase=d.lowercase)
+        vocab = build_vocab(train, min_freq=d.min_freq, max_size=d.max_vocab, lowercase=d.lowercase, drop_symbols=d.drop_symbols)
         bar.update(1)
         for name, examples in (("train", train), ("valid", valid)):
             bar.set_postfix_str(f"encoding {name}")
-            encoded = encode_examples(examples, vocab, labels, lowercase=d.lowercase)
+            encoded = encode_examples(examples, vocab, labels, lowercase=d.lowercase, drop_symbols=d.drop_symbols)
             sequences.update({f"{name}_ids": [e.ids for e in encoded], f"{name}_ids2": [e.ids2 or [] for e in encoded],
                               f"{name}_labels": [[e.label] for e in encoded]})  # fmt: skip
             bar.update(1)
@@ -99,6 +100,9 @@ class ClassificationTask:
     unit = "examples"
 
     def __init__(self, run: SentenceRun, run_dir: Path, data_dir: str | None) -> None:
+        vectors = run.model.word_vectors
+        if vectors is not None and not Path(vectors).expanduser().is_file():  # before the data is read
+            raise DataError(f"{vectors}: no such file (model.word_vectors)")
         self.run = run
         self.vocabs, self.train, self.valid = load_examples(run, run_dir, data_dir)
         self.train_lengths = text_lengths(self.train)
@@ -106,10 +110,14 @@ class ClassificationTask:
                  len(self.train), len(self.valid), len(self.vocabs.vocab), len(self.vocabs.labels))  # fmt: skip
 
     def build_model(self) -> nn.Module:
-        """The classifier; its embedding filled from `model.word_vectors` when given."""
+        """The classifier; its embedding filled from `model.word_vectors` when given (the words it lacks
+        at zero with `model.missing_vectors: zero`)."""
         model = build(self.run, self.vocabs)
         path = self.run.model.word_vectors
         if path is not None:
+            if self.run.model.missing_vectors == "zero":
+                with torch.no_grad():
+                    model.embedding.weight.zero_()  # (V, E): the file's vectors fill their rows next
             tokens = self.vocabs.vocab.to_json()["tokens"]
             found = load_word_vectors(path, tokens, model.embedding)
             log.info("%s: vectors for %d of %d words", path, found, len(tokens))
