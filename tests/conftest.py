@@ -2,7 +2,8 @@
 a shrunk toy-reverse that `attnkit train` trains for 6 updates (its metrics.jsonl for curves); and
 `full_disk`, which makes chosen writes fail as on a full (or read-only) disk; `train_to_reverse`, which
 teaches a tiny Transformer run to reverse its input in a few seconds; `toy_tour`, the docs tour's scratch
-repository with its toy-reverse run trained (250 updates), shared by the tour and the end-to-end tests.
+repository with its toy-reverse run trained (250 updates), shared by the tour and the end-to-end tests; and
+`block`, which makes chosen packages unimportable for one test, as uninstalled ones look.
 
 Plots, reports and the web app need a run folder (config.yaml, run.json, a checkpoint) but not a
 model that translates well; training even a tiny one takes tens of seconds on 2 cores. These runs
@@ -347,3 +348,16 @@ def m30k_slice(multi30k: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
             with gzip.open(paths[f"{split}.{lang}"], "wb") as dst:
                 dst.writelines(lines)
     return paths
+
+
+@pytest.fixture
+def block(monkeypatch):
+    """`block(name, ...)`: make these packages (and their loaded submodules) unimportable for one test."""
+
+    def block(*names: str) -> None:
+        for name in names:
+            for key in [k for k in sys.modules if k.startswith(name + ".")]:
+                monkeypatch.setitem(sys.modules, key, None)
+            monkeypatch.setitem(sys.modules, name, None)
+
+    return block

@@ -11,7 +11,6 @@ tests/e2e/test_missing_extras.py does the same in a fresh process.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,19 +22,6 @@ from attnkit.commands.doctor import extra_checks
 from attnkit.errors import MissingExtra
 from attnkit.families.captioning import encoders, lite0
 from attnkit.families.captioning.shapes import write_shapes
-
-
-@pytest.fixture
-def block(monkeypatch):
-    """`block(name, ...)`: make these packages (and their loaded submodules) unimportable for one test."""
-
-    def block(*names: str) -> None:
-        for name in names:
-            for key in [k for k in sys.modules if k.startswith(name + ".")]:
-                monkeypatch.setitem(sys.modules, key, None)
-            monkeypatch.setitem(sys.modules, name, None)
-
-    return block
 
 
 def fails_at_once(argv: list[str], capsys, package: str, extra: str) -> str:
@@ -168,18 +154,6 @@ def test_export_engine_missing(package, fmt, tiny_transformer_run, tmp_path, blo
     out = tmp_path / "export"
     fails_at_once(["export", str(tiny_transformer_run), "--format", fmt, "--out", str(out)], capsys, package, "export")
     assert not out.exists() and not list(tmp_path.glob(".export-*"))
-    if fmt == "onnx":  # the other engine still works (ONNX without CTranslate2: test_onnx_export_needs_neither_...)
+    if fmt == "onnx":  # the other engine still works (ONNX without CTranslate2 or onnxruntime: test_deployment.py's test_onnx_decodes_as_attnkit)
         assert main(["export", str(tiny_transformer_run), "--format", "ctranslate2", "--out", str(out)]) == 0
         assert (out / "attnkit-export.json").is_file()
-
-
-@pytest.mark.slow
-def test_onnx_export_needs_neither_ctranslate2_nor_onnxruntime(tiny_transformer_run, tmp_path, block):
-    from attnkit.families.translation.export import onnx_runner
-    from attnkit.families.translation.export.bundle import read_bundle
-
-    block("ctranslate2", "onnxruntime")
-    out = tmp_path / "onnx"
-    assert main(["export", str(tiny_transformer_run), "--format", "onnx", "--out", str(out)]) == 0
-    with pytest.raises(MissingExtra, match=r"needs onnxruntime, which is not installed: pip install 'attnkit\[export\]'"):
-        onnx_runner.OnnxTransformer(read_bundle(out, "onnx"), threads=1)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from attnkit import progress
+from attnkit.cli import main
 from own_data import EXAMPLES, sets
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -34,16 +32,15 @@ def test_off_a_terminal_a_short_step_writes_nothing(capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.slow
-def test_training_into_a_pipe_logs_lines_for_steps_and_validation(tmp_path):
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "TQDM_MININTERVAL": "0", "OMP_NUM_THREADS": "1"}
+def test_training_off_a_terminal_logs_lines_for_steps_and_validation(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TQDM_MININTERVAL", "0")  # a line at every update
     sets = ["--set", "train.max_steps=4", "--set", "train.eval_every=4", "--set", "train.log_every=2", "--set", "data.synthetic.train_size=200",
             "--set", "data.synthetic.valid_size=20"]  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "attnkit", "train", "toy-reverse", "--out", str(tmp_path / "run"), *sets],
-                          capture_output=True, text=True, env=env, timeout=240)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "\r" not in done.stderr
-    lines = done.stderr.splitlines()
+    capsys.readouterr()
+    assert main(["train", "toy-reverse", "--out", str(tmp_path / "run"), *sets]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
     assert any(line.startswith("train: ") and "4/4" in line for line in lines)
     assert any(line.startswith("validating: ") and "20/20" in line for line in lines)
     assert any(line.startswith("preparing data: ") for line in lines)

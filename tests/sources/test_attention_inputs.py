@@ -3,8 +3,8 @@
 Each npz is the one `attnkit attention SOURCE TEXT` writes for that line; a run stopped by a real SIGTERM leaves
 whole files only and its rerun equals an uninterrupted run; 2 torchrun ranks (gloo) write the files of one
 process, and a rank stopped part-way is resumed alone; another model, file or settings into the same DIR, a bad
-file and a .npz --out are refused in one line. The runs that are compared byte for byte run in fresh processes of
-one thread each (`launch.attnkit`).
+file and a .npz --out are refused in one line. The runs that are compared byte for byte compute on one
+thread each (`launch.attnkit`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ LINES = [f"t{1 + i % 9} t{1 + (i * 7) % 9} t{1 + (i * 5) % 9}" if i != 3 else ""
 NUMBERS = [n for n, line in enumerate(LINES, 1) if line]
 
 
-def attention(run: Path, data: Path, out: Path, ranks: int = 0) -> subprocess.CompletedProcess:
+def attention(run: Path, data: Path, out: Path, ranks: int = 0) -> str:
     return attnkit(["attention", str(run), "--input", str(data), "--out", str(out)], ranks)
 
 
@@ -64,7 +64,7 @@ def test_two_ranks_write_the_files_of_one_process_and_a_stopped_rank_resumes_alo
     data, one = single
     out = tmp_path / "two"
     done = attention(tiny_transformer_run, data, out, ranks=2)
-    assert done.stdout.count('"inputs": 29') == 1 and "rank 1: its inputs are listed in" in done.stdout
+    assert done.count('"inputs": 29') == 1 and "rank 1: its inputs are listed in" in done
     assert files(out) == files(one)
     index = (one / INDEX).read_text(encoding="utf-8").splitlines(keepends=True)
     for r in (0, 1):  # rank r: inputs r, r + 2, ...

@@ -1,7 +1,7 @@
 """`attnkit faithfulness` under torchrun: 2 gloo ranks on the CPU split the texts, and rank 0's examples.jsonl
 and summary are the ones a single process writes; a rank stopped part-way is resumed alone.
 
-Every process runs with one thread (`launch.attnkit`, as torchrun gives each rank), so that the one-process run and
+Every run computes on one thread (`launch.attnkit`, as torchrun gives each rank), so that the one-process run and
 the ranks compute each text with the same kernels and the lines can be compared byte for byte.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,8 @@ TEXTS = ["t1 t2 t3 t4 t5", "t9 t8 t7", "t3 t3 t1 t0 t6 t2 t2 t8 t9 t1 t4", "t2 t
 METHODS = ["attention", "ixg", "ig", "loo", "random"]
 
 
-def faithfulness(run: Path, data: Path, out: Path, ranks: int = 0) -> subprocess.CompletedProcess:
-    """`attnkit faithfulness` in a fresh process, or under `torchrun --standalone --nproc-per-node ranks`."""
+def faithfulness(run: Path, data: Path, out: Path, ranks: int = 0) -> str:
+    """`attnkit faithfulness` in this process, or under `torchrun --standalone --nproc-per-node ranks`."""
     return attnkit(["faithfulness", str(run), "--input", str(data), "--out", str(out), "--methods", *METHODS], ranks)
 
 
@@ -37,15 +36,15 @@ def single(tiny_sase_run, tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def two(tiny_sase_run, single, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """(the out folder of the same texts over 2 ranks, the torchrun process); tests that change it copy it first."""
+def two(tiny_sase_run, single, tmp_path_factory) -> tuple[Path, str]:
+    """(the out folder of the same texts over 2 ranks, what the torchrun job printed); tests that change it copy it first."""
     out = tmp_path_factory.mktemp("faith") / "two"
     return out, faithfulness(tiny_sase_run, single[0], out, ranks=2)
 
 
 def test_two_ranks_write_the_lines_and_summary_of_one_process(single, two):
     (_, one), (out, done) = single, two
-    assert done.stdout.count("wrote ") == 1 and "rank 1: its texts are in" in done.stdout  # rank 0 writes the summary
+    assert done.count("wrote ") == 1 and "rank 1: its texts are in" in done  # rank 0 writes the summary
     lines = (out / EXAMPLES).read_text(encoding="utf-8").splitlines()
     assert lines == (one / EXAMPLES).read_text(encoding="utf-8").splitlines() and len(lines) == 1 + len(TEXTS)
     for r, indices in ((0, [0, 2, 4]), (1, [1, 3])):  # rank r: texts r, r + 2, ...

@@ -4,6 +4,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from attnkit.cli import main
 from attnkit.errors import CheckpointError, TrainingError
 from attnkit.families import validate_run as validate
 from attnkit.train.loop import train
@@ -83,9 +84,9 @@ def test_nan_loss_steps_are_skipped_then_stop(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path):
+def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path, capsys):
     # A real process: SIGTERM once training runs; it must exit 0 with a resume hint, leave a
-    # loadable checkpoint and no temporary files, and `--resume` must continue from that step.
+    # loadable checkpoint and no temporary files, and `--resume` (the CLI in this process) must continue from that step.
     import signal
     import subprocess
     import sys
@@ -93,8 +94,10 @@ def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path):
 
     out = tmp_path / "run"
     small = ("data.synthetic.train_size=2000", "model.d_model=32", "model.d_ff=64", "train.log_every=1", "train.eval_every=100000")
-    cmd = [sys.executable, "-m", "attnkit", "train", "toy-reverse", "--out", str(out), *(a for v in small for a in ("--set", v))]
-    proc = subprocess.Popen([*cmd, "--set", "train.max_steps=100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = ["train", "toy-reverse", "--out", str(out), *(a for v in small for a in ("--set", v))]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnkit", *cmd, "--set", "train.max_steps=100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not (out / "metrics.jsonl").exists():  # written at the first update
         time.sleep(0.1)
@@ -108,9 +111,8 @@ def test_sigterm_finishes_the_update_checkpoints_and_resumes(tmp_path):
     step = int(checkpoint.name.removeprefix("step_"))
     assert step > 0 and f"at step {step};" in stdout
     assert not [p for p in out.rglob("*") if ".tmp" in p.name]
-    resumed = subprocess.run([*cmd, "--set", f"train.max_steps={step + 3}", "--resume"], capture_output=True, text=True, timeout=120)
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"trained {step + 3} steps" in resumed.stdout
+    assert main([*cmd, "--set", f"train.max_steps={step + 3}", "--resume"]) == 0
+    assert f"trained {step + 3} steps" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("amsgrad", [False, True])

@@ -1,5 +1,5 @@
-"""Deployment: a tiny trained Transformer exported to CTranslate2 and ONNX decodes as attnkit does;
-int8 decoding; runs that cannot be exported are one error line (docs/deployment.md)."""
+"""Deployment: a tiny trained Transformer exported to CTranslate2 and ONNX decodes as attnkit does (an ONNX export
+needs neither ctranslate2 nor onnxruntime); int8 decoding; runs that cannot be exported are one error line (docs/deployment.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 
 from attnkit.artifacts.runs import load_run
 from attnkit.cli import main
+from attnkit.errors import MissingExtra
 from attnkit.families import FAMILIES
 from attnkit.families.translation.export import ctranslate2_model, onnx_runner
 from attnkit.families.translation.export.bundle import read_bundle
@@ -90,10 +91,16 @@ def test_ctranslate2_int8_export_loads_and_translates(trained, tmp_path):
 
 
 @pytest.mark.slow
-def test_onnx_decodes_as_attnkit(trained, tmp_path):
+def test_onnx_decodes_as_attnkit(trained, tmp_path, block, monkeypatch):
+    """Exported with ctranslate2 and onnxruntime unimportable: an ONNX export needs neither, and only loading it for
+    decoding asks for onnxruntime, in one error naming the extra. Then onnxruntime decodes it as attnkit does."""
     pytest.importorskip("onnxscript", reason="the optional onnx and onnxscript packages (pip install 'attnkit[export]')")
     pytest.importorskip("onnxruntime", reason="the optional onnxruntime package (pip install 'attnkit[export]')")
+    block("ctranslate2", "onnxruntime")
     bundle = read_bundle(_export(trained, tmp_path / "onnx", "onnx"), "onnx")
+    with pytest.raises(MissingExtra, match=r"needs onnxruntime, which is not installed: pip install 'attnkit\[export\]'"):
+        onnx_runner.OnnxTransformer(bundle, threads=1)
+    monkeypatch.undo()  # ctranslate2 and onnxruntime importable again
     model = onnx_runner.OnnxTransformer(bundle, threads=1)
     for beam in (1, 3):
         assert onnx_runner.translate(bundle, model, _lines(), bundle.decode.with_overrides(beam=beam)) == _attnkit(trained, beam)
