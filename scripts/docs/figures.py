@@ -201,7 +201,16 @@ def table(file: str, columns: list, where: dict | None = None) -> str:
     return "\n".join(lines + ["| " + " | ".join(c or "" for c in row) + " |" for row in cells])
 
 
-FUNCTIONS = {"fig": fig, "machine": machine, "date": date, "count": count, "table": table}
+def matches(file: str, key: str, pattern: str, where: dict | None = None, join: str | None = None) -> str:
+    """The lines of a record's text field `key` that `pattern` matches: how many, or with `join` their first
+    groups joined by it ("0, 4, 8, 9": the seeds a tour command's output names)."""
+    found = list(re.finditer(pattern, str(field(file, key, where)), re.M))
+    if not found:
+        raise FigureError(f"benchmarks/results/{file} {key}: nothing matches {pattern!r}")
+    return str(len(found)) if join is None else join.join(m.group(1) for m in found)
+
+
+FUNCTIONS = {"fig": fig, "machine": machine, "date": date, "count": count, "table": table, "matches": matches}
 
 
 def call(marker: str) -> tuple[str, tuple, dict]:
@@ -234,7 +243,7 @@ def sources(markdown: str) -> list[tuple[int, str, dict | None]]:
             name, args, kwargs = call(m.group(1))
         except FigureError:
             continue
-        if name in ("fig", "table") and args:
+        if name in ("fig", "table", "matches") and args:
             where = kwargs.get("where") or next(({k: v for k, v in w.items() if k != "key"} for w in kwargs.get("mean_of") or []), None)
             found.append((m.start(), args[0], where))
     return found

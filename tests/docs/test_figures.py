@@ -81,6 +81,20 @@ def test_a_marker_that_does_not_resolve_is_an_error(results, marker, error):
         figures.expand(page)
 
 
+def test_a_matches_marker_counts_or_lists_the_lines_of_a_text_field(results):
+    output = "seed 0: love\nseed 1: i\nseed 2: love\nmean: love\n"
+    (results / "tour.jsonl").write_text(json.dumps({"name": "toy", "output": output, "cpu": "AMD EPYC", "date": "2026-12-03"}) + "\n")
+    page = (
+        "## A\nAMD EPYC, 2026-12-03: {{ matches('tour.jsonl', 'output', r'^seed \\d+: love$', where={'name': 'toy'}) }} of "
+        "{{ matches('tour.jsonl', 'output', r'^seed \\d+:', where={'name': 'toy'}) }} seeds "
+        "({{ matches('tour.jsonl', 'output', r'^seed (\\d+): love$', where={'name': 'toy'}, join=', ') }})\n"
+    )
+    rendered, errors = figures.check(page)
+    assert errors == [] and "2 of 3 seeds (0, 2)" in rendered, errors
+    none = "## A\nAMD EPYC, 2026-12-03 {{ matches('tour.jsonl', 'output', r'^seed 9:', where={'name': 'toy'}) }}\n"
+    assert "nothing matches" in figures.check(none)[1][0]
+
+
 def test_a_table_marker_generates_a_row_per_line(results):
     lines = [{"machine": "Intel Xeon", "date": "2026-12-02", "engine": "a", "tok_s": 1234.25},
              {"machine": "Intel Xeon", "date": "2026-12-02", "engine": "b", "tok_s": 2.0, "peak": 7},
