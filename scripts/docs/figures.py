@@ -9,7 +9,8 @@ A page does not type a measured figure; it writes a marker that the build replac
   of `file` (a path under benchmarks/results/; `a.b.0` for nested JSON, a number indexes a list), of
   the first .jsonl line whose fields equal `where`; divided by the same field of the line `over`
   picks (a ratio); or the mean over the lines `mean_of` lists (each may name its own `key`); with
-  `pattern`, the number its first group finds in a text field (what a command printed); times
+  `pattern`, the number its first group finds in a text field (what a command printed; "2,639"
+  reads as 2639); times
   `scale`; written with the format `spec` (".2f", ",.0f", "+.2f"), rounded half up (30.25 -> 30.3); ".1e" for the tiny.
 - `machine(file, where=None)` and `date(file, where=None)`: the machine and the date the file (or
   its line) records (`machine`, `cpu`, `doctor_cpu` or `device`; `date`), the machine's short name.
@@ -105,7 +106,7 @@ def value(file: str, key: str, where=None, over=None, mean_of=None, pattern=None
         match = re.search(pattern, str(found))
         if not match:
             raise FigureError(f"benchmarks/results/{file} {key}: nothing matches {pattern!r}")
-        found = match.group(1)
+        found = match.group(1).replace(",", "")  # a printed "2,639"
     if over is not None:
         found = float(found) / float(field(file, key, over))
     try:

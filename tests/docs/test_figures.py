@@ -28,7 +28,7 @@ CITED_PATH = re.compile(r"`((?:src|tests|benchmarks|configs|scripts|docs)/[\w./-
 def results(tmp_path, monkeypatch):
     """A results folder with one .json and one .jsonl file, in place of benchmarks/results/."""
     (tmp_path / "run.json").write_text(json.dumps({"cpu": "AMD EPYC (AuthenticAMD)", "date": "2026-12-07", "bleu": 30.25, "curve": [{"bleu": 1.5}]}))
-    lines = [{"machine": "Intel Xeon", "date": "2026-12-02", "engine": e, "tok_s": t, "note": f"took {t} ms"} for e, t in (("a", 1234.5), ("b", 617.25))]
+    lines = [{"machine": "Intel Xeon", "date": "2026-12-02", "engine": e, "tok_s": t, "note": f"took {t:,} ms"} for e, t in (("a", 1234.5), ("b", 617.25))]
     (tmp_path / "speed.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     (tmp_path / "broken.json").write_text("{")
     monkeypatch.setattr(figures, "RESULTS", tmp_path)
@@ -46,13 +46,14 @@ def test_a_marker_generates_its_figure_machine_and_date(results):
         "{{ fig('speed.jsonl', 'tok_s', ',.0f', where={'engine': 'a'}) }} tokens/s, "
         "{{ fig('speed.jsonl', 'tok_s', '.2f', where={'engine': 'a'}, over={'engine': 'b'}) }}x, "
         "mean {{ fig('speed.jsonl', 'tok_s', '.3f', mean_of=[{'engine': 'a'}, {'engine': 'b'}]) }}, "
-        "{{ fig('speed.jsonl', 'note', '.1f', where={'engine': 'b'}, pattern='took ([\\\\d.]+)') }} ms "
+        "{{ fig('speed.jsonl', 'note', '.1f', where={'engine': 'b'}, pattern='took ([\\\\d.]+)') }} ms, "
+        "{{ fig('speed.jsonl', 'note', ',.1f', where={'engine': 'a'}, pattern='took ([\\\\d.,]+)') }} ms "
         "(Intel Xeon, 2026-12-02; the tour has {{ count('docs/tour/[0-9]-*.md') }} pages)\n"
     )
     rendered, errors = figures.check(page)
     assert errors == []
     assert "BLEU 30.3 then +3.00 on the AMD EPYC, 2026-12-07." in rendered  # 30.25 rounds half up, as a reader rounds
-    assert "1,235 tokens/s, 2.00x, mean 925.875, 617.3 ms" in rendered  # 617.25 -> 617.3: half up, from the text "617.25"
+    assert "1,235 tokens/s, 2.00x, mean 925.875, 617.3 ms, 1,234.5 ms" in rendered  # 617.3: half up, from the text "617.25"; "1,234.5" reads as 1234.5
     assert "the tour has nine pages" in rendered
 
 
