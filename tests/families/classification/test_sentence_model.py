@@ -156,16 +156,24 @@ def test_mean_and_last_baselines_recomputed_by_hand():
         torch.testing.assert_close(bag(tokens, keep).embedding[1], bag.embedding(torch.tensor(SENTENCES[1])).mean(0))
 
 
-@pytest.mark.parametrize("pair", ["factor", "concat"])
-def test_pair_features_recomputed_by_hand(pair):
-    model = tiny(pair=pair, d_f=4)
-    premise, p_keep = pad_ids(SENTENCES)
-    hypothesis, h_keep = pad_ids([[7, 8], [9, 10, 11, 12], [4]])
+HYPOTHESES = [[7, 8], [9, 10, 11, 12], [4]]  # one per sentence of SENTENCES
+
+
+def pair_forward(model):
+    """The model on the pairs (SENTENCES, HYPOTHESES), without gradients: its output and the classifier's input."""
     seen = []
     model.classifier.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
     with torch.no_grad():
-        out = model(premise, p_keep, hypothesis, h_keep)
-        m_p, m_h = model.embed(premise, p_keep)[0], model.embed(hypothesis, h_keep)[0]  # same encoder, (B, r, 2u)
+        out = model(*pad_ids(SENTENCES), *pad_ids(HYPOTHESES))
+    return out, seen[0]
+
+
+@pytest.mark.parametrize("pair", ["factor", "concat"])
+def test_pair_features_recomputed_by_hand(pair):
+    model = tiny(pair=pair, d_f=4)
+    out, features = pair_forward(model)
+    with torch.no_grad():
+        m_p, m_h = model.embed(*pad_ids(SENTENCES))[0], model.embed(*pad_ids(HYPOTHESES))[0]  # same encoder, (B, r, 2u)
     torch.testing.assert_close(out.embedding, m_p)
     torch.testing.assert_close(out.embedding2, m_h)
     if pair == "factor":  # F_r[i] = (M_h[i] W_fh[i]) * (M_p[i] W_fp[i]) per hop i
@@ -173,7 +181,7 @@ def test_pair_features_recomputed_by_hand(pair):
     else:
         u, v = m_p.flatten(1), m_h.flatten(1)
         want = torch.cat([u, v, (u - v).abs(), u * v], 1)
-    torch.testing.assert_close(seen[0], want.detach())
+    torch.testing.assert_close(features, want.detach())
     labels = torch.tensor([0, 1, 2])
     both = frobenius_penalty(out.attention).mean() + frobenius_penalty(out.attention2).mean()
     torch.testing.assert_close(model.loss(out, labels, 1.0) - model.loss(out, labels, 0.0), both)
@@ -183,20 +191,16 @@ def test_attend_pair_recomputed_by_hand():
     """Jain & Wallace's entailment model: a = softmax(v^T tanh(W q + U h_t)) over the premise's states, q the
     hypothesis's final states [h_fwd; h_bwd], the classifier reads [a H; q]; padding changes nothing."""
     model = tiny(pair="attend", r=1)
-    premise, p_keep = pad_ids(SENTENCES)
-    hypothesis, h_keep = pad_ids([[7, 8], [9, 10, 11, 12], [4]])
-    seen = []
-    model.classifier.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    out, features = pair_forward(model)
     with torch.no_grad():
-        out = model(premise, p_keep, hypothesis, h_keep)
-        for b, (ids, hyp) in enumerate(zip(SENTENCES, [[7, 8], [9, 10, 11, 12], [4]])):
+        for b, (ids, hyp) in enumerate(zip(SENTENCES, HYPOTHESES)):
             _, (h_n, _) = model.lstm(model.embedding(torch.tensor([hyp])))  # (2, 1, u): forward, backward final states
             q = torch.cat([h_n[0, 0], h_n[1, 0]])  # (2u,)
             h = model.lstm(model.embedding(torch.tensor([ids])))[0][0]  # (n, 2u)
             att = model.attention
             a = (att.v_a(torch.tanh(att.w_a(q) + att.u_a(h))).squeeze(-1)).softmax(0)  # (n,)
             torch.testing.assert_close(out.attention[b, 0, : len(ids)], a, atol=1e-5, rtol=0)
-            torch.testing.assert_close(seen[0][b], torch.cat([a @ h, q]), atol=1e-5, rtol=0)
+            torch.testing.assert_close(features[b], torch.cat([a @ h, q]), atol=1e-5, rtol=0)
     assert out.attention.shape == (3, 1, 5) and out.attention2 is None
     with pytest.raises(ValueError, match="pair='attend' is one attention"):
         tiny(pair="attend", r=2)
